@@ -1,0 +1,227 @@
+package breaker
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+)
+
+// State is the state of a [Breaker].
+type State int8
+
+// The states of a Breaker. The zero value is StateClosed.
+const (
+	StateClosed State = iota
+	StateHalfOpen
+	StateOpen
+)
+
+// String returns "closed", "half-open" or "open".
+func (s State) String() string {
+	switch s {
+	case StateClosed:
+		return "closed"
+	case StateHalfOpen:
+		return "half-open"
+	case StateOpen:
+		return "open"
+	}
+	return "unknown"
+}
+
+// ErrOpen is returned by [Breaker.Allow] while the breaker is open, and while
+// it is half-open with its one probe already out.
+var ErrOpen = errors.New("breaker: circuit open")
+
+// errDiscard is the outcome a discarded ticket reports; gobreaker excludes it.
+var errDiscard = errors.New("breaker: outcome discarded")
+
+// Transition is one change of state, as returned by the method that caused it.
+type Transition struct {
+	From, To State
+	// OpenFor is the length of the open period that starts with this
+	// transition; zero unless To is StateOpen.
+	OpenFor time.Duration
+	// At is when the transition happened.
+	At time.Time
+}
+
+// Snapshot is the state of a Breaker at one instant.
+type Snapshot struct {
+	State State
+	// ConsecutiveFailures counts failures in a row while closed. gobreaker
+	// clears it on every change of state.
+	ConsecutiveFailures uint32
+	// Opens is the number of open periods in a row since the breaker was last
+	// closed: 1 after the trip, 2 after the first failed probe, and so on.
+	Opens uint32
+	// OpenUntil is when the current open period ends; zero unless open.
+	OpenUntil time.Time
+}
+
+// Breaker is a circuit breaker with a growing open period. It is safe for
+// concurrent use. Create it with [New].
+type Breaker struct {
+	s Settings // defaults applied
+
+	mu        sync.Mutex // guards everything below and every call into cb
+	cb        *gobreaker.TwoStepCircuitBreaker[struct{}]
+	opens     uint32    // open periods in a row
+	openUntil time.Time // end of the current open period
+	hookTo    State     // last state gobreaker reported through OnStateChange
+	hooked    bool      // OnStateChange ran during the current call
+	reported  State     // state most recently returned in a Transition
+}
+
+// New returns a closed Breaker, or an error matching [ErrInvalidSettings]
+// that names the first invalid field.
+func New(s Settings) (*Breaker, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	b := &Breaker{s: s.withDefaults()}
+	threshold := b.s.ConsecutiveFailures
+	isFailure := b.s.IsFailure
+	b.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
+		MaxRequests: 1,
+		// The open period is this package's: gobreaker may go half-open at
+		// once, and is not asked until the period is over.
+		Timeout: time.Nanosecond,
+		ReadyToTrip: func(c gobreaker.Counts) bool {
+			return c.ConsecutiveFailures >= threshold
+		},
+		IsExcluded: func(err error) bool {
+			return err == errDiscard || (err != nil && !isFailure(err))
+		},
+		// Runs under gobreaker's mutex, inside a call made with b.mu held:
+		// record only, never call back into gobreaker.
+		OnStateChange: func(_ string, _, to gobreaker.State) {
+			b.hooked, b.hookTo = true, fromGobreaker(to)
+		},
+	})
+	return b, nil
+}
+
+func fromGobreaker(s gobreaker.State) State {
+	switch s {
+	case gobreaker.StateOpen:
+		return StateOpen
+	case gobreaker.StateHalfOpen:
+		return StateHalfOpen
+	}
+	return StateClosed
+}
+
+// Settings returns the settings in force, defaults applied.
+func (b *Breaker) Settings() Settings { return b.s }
+
+// Ticket is permission for one request, returned by [Breaker.Allow]. Report
+// its outcome exactly once, with Done or Discard.
+type Ticket struct {
+	b     *Breaker
+	done  func(error)
+	probe bool
+}
+
+// Probe reports whether the ticket is the half-open probe.
+func (t Ticket) Probe() bool { return t.probe }
+
+// Allow asks for permission for one request. While closed it always grants
+// it; once the open period is over it grants exactly one, the probe, and
+// moves the breaker to half-open (returned as a Transition); otherwise it
+// returns ErrOpen.
+func (b *Breaker) Allow() (Ticket, Transition, bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := time.Now()
+	if now.Before(b.openUntil) {
+		return Ticket{}, Transition{}, false, ErrOpen
+	}
+	from := b.stateLocked(now)
+	done, err := b.cb.Allow()
+	if err != nil {
+		return Ticket{}, Transition{}, false, ErrOpen
+	}
+	t := Ticket{b: b, done: done, probe: from != StateClosed}
+	if t.probe && b.reported == StateOpen {
+		b.reported = StateHalfOpen
+		return t, Transition{From: StateOpen, To: StateHalfOpen, At: now}, true, nil
+	}
+	return t, Transition{}, false, nil
+}
+
+// Done reports the outcome of the ticket's request: nil is a success, an
+// error is a failure if Settings.IsFailure says so and ignored otherwise. It
+// returns the transition the outcome caused, if any. Outcomes of tickets
+// issued before the last change of state are ignored.
+func (t Ticket) Done(err error) (Transition, bool) {
+	if err == errDiscard {
+		err = nil // a caller cannot forge a discard
+	}
+	return t.b.finish(t.done, err)
+}
+
+// Discard gives the ticket back without an outcome: it counts as neither
+// success nor failure. A discarded probe leaves the breaker half-open and
+// lets the next Allow be the probe.
+func (t Ticket) Discard() {
+	t.b.finish(t.done, errDiscard)
+}
+
+func (b *Breaker) finish(done func(error), err error) (Transition, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := time.Now()
+	from := b.stateLocked(now)
+	b.hooked = false
+	done(err)
+	if !b.hooked {
+		return Transition{}, false
+	}
+	switch b.hookTo {
+	case StateOpen:
+		b.reported = StateOpen
+		b.opens++
+		d := openPeriod(b.opens, b.s.OpenTimeout, b.s.MaxOpenTimeout, b.s.Jitter)
+		b.openUntil = now.Add(d)
+		return Transition{From: from, To: StateOpen, OpenFor: d, At: now}, true
+	case StateClosed:
+		b.reported = StateClosed
+		b.opens, b.openUntil = 0, time.Time{}
+		return Transition{From: from, To: StateClosed, At: now}, true
+	}
+	return Transition{}, false
+}
+
+// State returns the current state.
+func (b *Breaker) State() State {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.stateLocked(time.Now())
+}
+
+// Snapshot returns the current state with its counts.
+func (b *Breaker) Snapshot() Snapshot {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := Snapshot{State: b.stateLocked(time.Now()), Opens: b.opens}
+	if s.State == StateOpen {
+		s.OpenUntil = b.openUntil
+	}
+	if s.State == StateClosed {
+		s.ConsecutiveFailures = b.cb.Counts().ConsecutiveFailures
+	}
+	return s
+}
+
+func (b *Breaker) stateLocked(now time.Time) State {
+	if now.Before(b.openUntil) {
+		return StateOpen
+	}
+	if b.cb.State() == gobreaker.StateClosed {
+		return StateClosed
+	}
+	return StateHalfOpen
+}

@@ -1,0 +1,224 @@
+package breaker
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+var errBoom = errors.New("boom")
+
+func mustNew(t *testing.T, s Settings) *Breaker {
+	t.Helper()
+	b, err := New(s)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return b
+}
+
+// fail reports one failed request and returns the transition it caused.
+func fail(t *testing.T, b *Breaker) (Transition, bool) {
+	t.Helper()
+	tk, _, _, err := b.Allow()
+	if err != nil {
+		t.Fatalf("Allow: %v", err)
+	}
+	return tk.Done(errBoom)
+}
+
+func trip(t *testing.T, b *Breaker) Transition {
+	t.Helper()
+	for i := uint32(1); i < b.Settings().ConsecutiveFailures; i++ {
+		if tr, ok := fail(t, b); ok {
+			t.Fatalf("failure %d changed state: %+v", i, tr)
+		}
+	}
+	tr, ok := fail(t, b)
+	if !ok || tr.From != StateClosed || tr.To != StateOpen {
+		t.Fatalf("last failure: got %+v %v, want closed->open", tr, ok)
+	}
+	return tr
+}
+
+func TestTripsAfterConsecutiveFailures(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, Settings{ConsecutiveFailures: 4, DisableJitter: true})
+		fail(t, b)
+		fail(t, b)
+		// A success in between resets the run.
+		tk, _, _, _ := b.Allow()
+		tk.Done(nil)
+		if got := b.Snapshot().ConsecutiveFailures; got != 0 {
+			t.Fatalf("after success: ConsecutiveFailures=%d", got)
+		}
+		tr := trip(t, b)
+		if tr.OpenFor != DefaultOpenTimeout {
+			t.Fatalf("OpenFor=%v want %v", tr.OpenFor, DefaultOpenTimeout)
+		}
+		if _, _, _, err := b.Allow(); !errors.Is(err, ErrOpen) {
+			t.Fatalf("Allow while open: %v", err)
+		}
+		s := b.Snapshot()
+		if s.State != StateOpen || s.Opens != 1 || !s.OpenUntil.Equal(time.Now().Add(DefaultOpenTimeout)) {
+			t.Fatalf("snapshot %+v", s)
+		}
+	})
+}
+
+func TestOpenPeriodGrowsAndCaps(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, Settings{OpenTimeout: time.Second, MaxOpenTimeout: 5 * time.Second, DisableJitter: true})
+		tr := trip(t, b)
+		want := []time.Duration{2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second}
+		for i, w := range append([]time.Duration{time.Second}, want...) {
+			if tr.OpenFor != w {
+				t.Fatalf("period %d: OpenFor=%v want %v", i+1, tr.OpenFor, w)
+			}
+			time.Sleep(tr.OpenFor - time.Nanosecond)
+			if s := b.State(); s != StateOpen {
+				t.Fatalf("period %d: state %v just before the end", i+1, s)
+			}
+			time.Sleep(time.Nanosecond)
+			if s := b.State(); s != StateHalfOpen {
+				t.Fatalf("period %d: state %v at the end", i+1, s)
+			}
+			probe, ptr, changed, err := b.Allow()
+			if err != nil || !probe.Probe() || !changed || ptr.To != StateHalfOpen {
+				t.Fatalf("probe Allow: %v probe=%v %+v %v", err, probe.Probe(), ptr, changed)
+			}
+			if _, _, _, err := b.Allow(); !errors.Is(err, ErrOpen) {
+				t.Fatalf("second Allow while probing: %v", err)
+			}
+			var ok bool
+			tr, ok = probe.Done(errBoom)
+			if !ok || tr.From != StateHalfOpen || tr.To != StateOpen {
+				t.Fatalf("failed probe: %+v %v", tr, ok)
+			}
+		}
+	})
+}
+
+func TestProbeSuccessCloses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, Settings{DisableJitter: true})
+		tr := trip(t, b)
+		time.Sleep(tr.OpenFor)
+		probe, _, _, _ := b.Allow()
+		tr, ok := probe.Done(nil)
+		if !ok || tr.From != StateHalfOpen || tr.To != StateClosed {
+			t.Fatalf("probe success: %+v %v", tr, ok)
+		}
+		if s := b.Snapshot(); s.State != StateClosed || s.Opens != 0 || !s.OpenUntil.IsZero() {
+			t.Fatalf("snapshot after close: %+v", s)
+		}
+		// The next trip starts from OpenTimeout again.
+		if tr := trip(t, b); tr.OpenFor != DefaultOpenTimeout {
+			t.Fatalf("OpenFor after reset=%v", tr.OpenFor)
+		}
+	})
+}
+
+func TestDiscardedProbeLetsAnotherProbe(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, Settings{})
+		tr := trip(t, b)
+		time.Sleep(tr.OpenFor)
+		probe, _, _, _ := b.Allow()
+		probe.Discard()
+		again, _, changed, err := b.Allow()
+		if err != nil || !again.Probe() || changed {
+			t.Fatalf("Allow after discard: err=%v probe=%v changed=%v", err, again.Probe(), changed)
+		}
+		if tr, ok := again.Done(nil); !ok || tr.To != StateClosed {
+			t.Fatalf("second probe: %+v %v", tr, ok)
+		}
+	})
+}
+
+func TestStaleTicketIgnored(t *testing.T) {
+	b := mustNew(t, Settings{ConsecutiveFailures: 1})
+	stale, _, _, _ := b.Allow()
+	trip(t, b)
+	if tr, ok := stale.Done(nil); ok {
+		t.Fatalf("stale success changed state: %+v", tr)
+	}
+	if s := b.State(); s != StateOpen {
+		t.Fatalf("state %v after stale success", s)
+	}
+}
+
+func TestIsFailureClassifies(t *testing.T) {
+	b := mustNew(t, Settings{ConsecutiveFailures: 1})
+	tk, _, _, _ := b.Allow()
+	if _, ok := tk.Done(context.Canceled); ok || b.State() != StateClosed {
+		t.Fatal("context.Canceled counted as a failure by default")
+	}
+	b2 := mustNew(t, Settings{ConsecutiveFailures: 2})
+	fail(t, b2)
+	tk, _, _, _ = b2.Allow()
+	tk.Done(errDiscard)
+	if n := b2.Snapshot().ConsecutiveFailures; n != 0 {
+		t.Fatalf("Done(errDiscard) must count as a success, not a discard: ConsecutiveFailures=%d", n)
+	}
+
+	ignored := errors.New("not found")
+	b = mustNew(t, Settings{ConsecutiveFailures: 1, IsFailure: func(err error) bool { return err != nil && err != ignored }})
+	tk, _, _, _ = b.Allow()
+	if _, ok := tk.Done(ignored); ok {
+		t.Fatal("classifier ignored")
+	}
+	tk, _, _, _ = b.Allow()
+	if tr, ok := tk.Done(context.DeadlineExceeded); !ok || tr.To != StateOpen {
+		t.Fatal("deadline exceeded must trip")
+	}
+}
+
+func TestJitterStaysInBounds(t *testing.T) {
+	const base = 10 * time.Second
+	seen := map[time.Duration]bool{}
+	for range 200 {
+		d := openPeriod(1, base, time.Hour, DefaultJitter)
+		if d < base*8/10 || d > base*12/10 {
+			t.Fatalf("jittered period %v outside ±20%% of %v", d, base)
+		}
+		seen[d] = true
+	}
+	if len(seen) < 10 {
+		t.Fatalf("jitter produced only %d distinct periods in 200", len(seen))
+	}
+	for range 200 {
+		if d := openPeriod(30, base, time.Minute, DefaultJitter); d > time.Minute || d < time.Minute*8/10 {
+			t.Fatalf("capped period %v outside [48s, 1m]", d)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		s     Settings
+		field string
+	}{
+		{Settings{OpenTimeout: -1}, "OpenTimeout"},
+		{Settings{MaxOpenTimeout: -1}, "MaxOpenTimeout"},
+		{Settings{OpenTimeout: time.Minute, MaxOpenTimeout: time.Second}, "MaxOpenTimeout"},
+		{Settings{Jitter: 1}, "Jitter"},
+		{Settings{Jitter: -0.1}, "Jitter"},
+	} {
+		_, err := New(tc.s)
+		if !errors.Is(err, ErrInvalidSettings) || !strings.Contains(err.Error(), tc.field+"=") {
+			t.Errorf("New(%+v) = %v, want an error naming %s", tc.s, err, tc.field)
+		}
+	}
+	d := Settings{OpenTimeout: 10 * time.Minute}.withDefaults()
+	if d.MaxOpenTimeout != 10*time.Minute {
+		t.Errorf("MaxOpenTimeout default below a large OpenTimeout: %v", d.MaxOpenTimeout)
+	}
+	if z := (Settings{}).withDefaults(); z.ConsecutiveFailures != 3 || z.OpenTimeout != 5*time.Second ||
+		z.MaxOpenTimeout != 5*time.Minute || z.Jitter != 0.2 {
+		t.Errorf("zero Settings defaults: %+v", z)
+	}
+}
