@@ -1,0 +1,80 @@
+package pool
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Sentinel errors, matched with errors.Is.
+var (
+	// ErrWaitTimeout: the wait bound passed while a dial was in flight. The
+	// dial goes on; when it succeeds a Connected event is sent. If the
+	// caller's own deadline was the bound, the error also matches
+	// context.DeadlineExceeded.
+	ErrWaitTimeout = errors.New("clusterpool: timed out waiting for a dial")
+
+	// ErrCircuitOpen: the cluster's breaker is open (or half-open, with the
+	// pool's probe out); the dialer was not called.
+	ErrCircuitOpen = errors.New("clusterpool: circuit open")
+
+	// ErrClosed: the pool is closed, or was closed during the wait.
+	ErrClosed = errors.New("clusterpool: pool closed")
+
+	// ErrRemoved: the cluster was removed during the wait.
+	ErrRemoved = errors.New("clusterpool: cluster removed")
+
+	// ErrDialFailed: the dial waited for ended with an error, which the
+	// returned error also wraps.
+	ErrDialFailed = errors.New("clusterpool: dial failed")
+
+	// ErrDialPanic: the dialer panicked; wrapped in an ErrDialFailed error.
+	ErrDialPanic = errors.New("clusterpool: dialer panicked")
+)
+
+// Error is the type of every error the pool returns except the caller's own
+// context.Canceled. It matches its Kind with errors.Is and unwraps to its
+// cause.
+type Error struct {
+	// Kind is one of the sentinel errors of this package.
+	Kind error
+	// Cluster is the formatted key (Options.FormatKey).
+	Cluster string
+	// Cause is the underlying error: the dialer's, or the caller's context
+	// error for a wait bounded by its deadline. May be nil.
+	Cause error
+	// RetryAt is when the caller should come back; zero if there is no hint.
+	RetryAt time.Time
+}
+
+// Error returns "<kind>: cluster <name>[: <cause>]".
+func (e *Error) Error() string {
+	if e.Cause == nil {
+		return fmt.Sprintf("%v: cluster %s", e.Kind, e.Cluster)
+	}
+	return fmt.Sprintf("%v: cluster %s: %v", e.Kind, e.Cluster, e.Cause)
+}
+
+// Is reports whether target is e's Kind.
+func (e *Error) Is(target error) bool { return target == e.Kind }
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Cause }
+
+// minRetryAfter keeps RetryAfter positive: a controller-runtime Result with
+// RequeueAfter 0 does not requeue at all.
+const minRetryAfter = time.Millisecond
+
+// RetryAfter reports how long the caller should wait before asking again,
+// for a reconciler's RequeueAfter: for ErrCircuitOpen the time to the next
+// probe, for ErrWaitTimeout the time left until the dial in flight hits its
+// deadline, and for an ErrDialFailed that opened the breaker the time to the
+// first probe. The duration is at least 1ms. It reports false for errors with
+// no hint (ErrClosed, other dial failures, context errors, foreign errors).
+func RetryAfter(err error) (time.Duration, bool) {
+	var pe *Error
+	if !errors.As(err, &pe) || pe.RetryAt.IsZero() {
+		return 0, false
+	}
+	return max(time.Until(pe.RetryAt), minRetryAfter), true
+}

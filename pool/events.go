@@ -1,0 +1,147 @@
+package pool
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// EventType says what happened to a cluster.
+type EventType uint8
+
+// The event types.
+const (
+	// Connected: a client was cached (a dial or a probe succeeded),
+	// whether or not anyone was still waiting for it.
+	Connected EventType = iota + 1
+	// Disconnected: a cached client left the pool (breaker opened, Remove).
+	Disconnected
+	// BreakerOpened: the breaker opened, or re-opened after a failed probe.
+	BreakerOpened
+	// BreakerHalfOpen: the pool sent the half-open probe.
+	BreakerHalfOpen
+	// BreakerClosed: a probe succeeded and the breaker closed.
+	BreakerClosed
+)
+
+var eventNames = [...]string{"", "Connected", "Disconnected", "BreakerOpened", "BreakerHalfOpen", "BreakerClosed"}
+
+// String returns the type's name, such as "Connected".
+func (t EventType) String() string {
+	if int(t) < len(eventNames) && t != 0 {
+		return eventNames[t]
+	}
+	return "EventType(?)"
+}
+
+// Event is a change of one cluster's state.
+type Event[K comparable] struct {
+	Type EventType
+	Key  K
+	Time time.Time
+}
+
+// Subscribe returns a channel of the pool's events from now on. The channel
+// is closed when ctx is done or the pool is closed.
+//
+// Publishing never blocks the pool. Events wait in a queue per subscriber
+// that holds at most one event per key: a newer event for a key replaces the
+// one not yet received, keeping its place. A slow subscriber therefore loses
+// intermediate events of a key but always receives the key's latest one, so
+// it can act on the current state (call Pool.State) and never misses that a
+// key changed. The queue's size is bounded by the number of keys.
+func (p *Pool[K, C]) Subscribe(ctx context.Context) <-chan Event[K] {
+	s := &subscriber[K]{
+		pending: map[K]Event[K]{},
+		wake:    make(chan struct{}, 1),
+		out:     make(chan Event[K]),
+	}
+	if !p.track() {
+		close(s.out)
+		return s.out
+	}
+	p.subMu.Lock()
+	p.subs[s] = struct{}{}
+	p.subMu.Unlock()
+	go func() {
+		defer p.wg.Done()
+		defer close(s.out)
+		defer func() {
+			p.subMu.Lock()
+			delete(p.subs, s)
+			p.subMu.Unlock()
+		}()
+		s.run(ctx, p.closing)
+	}()
+	return s.out
+}
+
+// publish hands ev to every subscriber without blocking.
+func (p *Pool[K, C]) publish(ev Event[K]) {
+	p.subMu.RLock()
+	defer p.subMu.RUnlock()
+	for s := range p.subs {
+		s.push(ev)
+	}
+}
+
+// subscriber is one Subscribe call: a coalescing queue and the goroutine
+// that drains it into out.
+type subscriber[K comparable] struct {
+	mu      sync.Mutex
+	pending map[K]Event[K] // the latest unsent event of each key in order
+	order   []K            // keys with a pending event, oldest first
+	wake    chan struct{}  // capacity 1: "pending is not empty"
+	out     chan Event[K]
+}
+
+func (s *subscriber[K]) push(ev Event[K]) {
+	s.mu.Lock()
+	if _, ok := s.pending[ev.Key]; !ok {
+		s.order = append(s.order, ev.Key)
+	}
+	s.pending[ev.Key] = ev
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *subscriber[K]) pop() (Event[K], bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.order) == 0 {
+		return Event[K]{}, false
+	}
+	k := s.order[0]
+	var zero K
+	s.order[0] = zero
+	s.order = s.order[1:]
+	ev := s.pending[k]
+	delete(s.pending, k)
+	return ev, true
+}
+
+func (s *subscriber[K]) run(ctx context.Context, closing <-chan struct{}) {
+	for {
+		ev, ok := s.pop()
+		if !ok {
+			select {
+			case <-s.wake:
+				continue
+			case <-ctx.Done():
+				return
+			case <-closing:
+				return
+			}
+		}
+		select {
+		case s.out <- ev:
+		case <-ctx.Done():
+			return
+		case <-closing:
+			return
+		}
+	}
+}

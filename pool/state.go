@@ -1,0 +1,53 @@
+package pool
+
+import (
+	"time"
+
+	"github.com/clusterpool/clusterpool/breaker"
+)
+
+// ClusterState is one cluster's state in the pool, for status conditions
+// and debugging.
+type ClusterState struct {
+	// Known is false if the pool holds nothing for the key; the other fields
+	// are then zero.
+	Known bool
+	// Connected reports whether a client is cached.
+	Connected bool
+	// Dialing reports whether a dial (or the half-open probe) is in flight.
+	Dialing bool
+	// Breaker is the breaker's state.
+	Breaker breaker.State
+	// ConsecutiveFailures counts failed dials and reported errors in a row
+	// while the breaker is closed.
+	ConsecutiveFailures uint32
+	// Opens is the number of open periods in a row (0 while closed).
+	Opens uint32
+	// NextProbe is when the pool will probe; zero unless the breaker is
+	// open.
+	NextProbe time.Time
+}
+
+// State returns key's state.
+func (p *Pool[K, C]) State(key K) ClusterState {
+	v, ok := p.entries.Load(key)
+	if !ok {
+		return ClusterState{}
+	}
+	e := v.(*entry[K, C])
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.dead {
+		return ClusterState{}
+	}
+	s := e.brk.Snapshot()
+	return ClusterState{
+		Known:               true,
+		Connected:           e.client.Load() != nil,
+		Dialing:             e.call != nil,
+		Breaker:             s.State,
+		ConsecutiveFailures: s.ConsecutiveFailures,
+		Opens:               s.Opens,
+		NextProbe:           s.OpenUntil,
+	}
+}
