@@ -21,17 +21,21 @@ func TestSlowSubscriberGetsLatestPerKey(t *testing.T) {
 			p.publish(Event[string]{Type: BreakerOpened, Key: "b", Time: time.Unix(int64(i), 0)})
 		}
 		p.publish(Event[string]{Type: Disconnected, Key: "a", Time: time.Unix(5000, 0)})
-		synctest.Wait()
-		// The subscriber goroutine holds the first event it popped.
 		var got []Event[string]
-		for range 3 {
-			got = append(got, <-ch)
+	drain:
+		for {
+			synctest.Wait() // the subscriber goroutine is blocked sending, or idle
+			select {
+			case ev := <-ch:
+				got = append(got, ev)
+			default:
+				break drain
+			}
 		}
-		synctest.Wait()
-		select {
-		case ev := <-ch:
-			t.Fatalf("unexpected extra event %+v", ev)
-		default:
+		// At most one event per key is queued, plus the one the subscriber
+		// goroutine may have taken before the burst.
+		if len(got) < 2 || len(got) > 3 {
+			t.Fatalf("received %d events, want 2 or 3: %+v", len(got), got)
 		}
 		last := map[string]Event[string]{}
 		for _, e := range got {

@@ -20,6 +20,7 @@ func connect(t *testing.T, p *Pool[string, *client], f *fakeDialer, key string) 
 	if r.err != nil {
 		t.Fatalf("Get(%s): %v", key, r.err)
 	}
+	synctest.Wait() // the dial goroutine ends its span after waking waiters
 	return r.c
 }
 

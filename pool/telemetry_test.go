@@ -55,6 +55,7 @@ func TestSpansAndMetrics(t *testing.T) {
 			failDial(t, p, f, "b", errRefused)
 		}
 		p.Get(context.Background(), "b") // rejected
+		synctest.Wait()                  // dial spans end after their waiters wake
 
 		var waits, dials []sdktrace.ReadOnlySpan
 		for _, s := range spans.Ended() {
