@@ -38,10 +38,10 @@ type dialReply struct {
 // fakeDialer hands every dial to the test through reqs. The dial returns
 // when the test answers or the dial's context ends.
 type fakeDialer struct {
-	reqs  chan *dialReq
-	n     atomic.Int32
-	mu    sync.Mutex
-	made  []*client
+	reqs     chan *dialReq
+	n        atomic.Int32
+	mu       sync.Mutex
+	made     []*client
 	reply    func(key string) *dialReply // if set, answers at once instead of sending on reqs
 	stubborn atomic.Bool                 // the dialer ignores its context
 }

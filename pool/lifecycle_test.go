@@ -223,4 +223,3 @@ func TestNewValidates(t *testing.T) {
 		t.Errorf("defaults: %+v", o)
 	}
 }
-

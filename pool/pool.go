@@ -87,8 +87,15 @@ func (p *Pool[K, C]) Get(ctx context.Context, key K) (C, error) {
 
 // miss is Get for a cluster without a client: the traced wait.
 func (p *Pool[K, C]) miss(ctx context.Context, key K) (C, error) {
-	start := time.Now()
 	e := p.entry(key)
+	if rej := e.reject.Load(); rej != nil && !p.closed.Load() {
+		// An instant rejection waits for nothing: it costs no clock read,
+		// and gets a span only as part of a caller's recording trace.
+		p.rec.Reject(ctx, e.name, e.breakerState().String())
+		var zero C
+		return zero, rej
+	}
+	start := time.Now()
 	span := p.rec.StartWait(ctx, e.name)
 	c, o, dial, err := p.wait(ctx, e)
 	p.rec.EndWait(span, o, time.Since(start), e.breakerState().String(), dial)

@@ -49,13 +49,14 @@ func TestSpansAndMetrics(t *testing.T) {
 		synctest.Wait()
 		f.next(t).succeed()
 		<-res
-		parent.End()
 		p.Get(context.Background(), "a") // hit: no span
 		for range 3 {
 			failDial(t, p, f, "b", errRefused)
 		}
-		p.Get(context.Background(), "b") // rejected
-		synctest.Wait()                  // dial spans end after their waiters wake
+		p.Get(context.Background(), "b") // rejected, untraced caller: no span
+		p.Get(parentCtx, "b")            // rejected in a recording trace: a span
+		parent.End()
+		synctest.Wait() // dial spans end after their waiters wake
 
 		var waits, dials []sdktrace.ReadOnlySpan
 		for _, s := range spans.Ended() {
@@ -93,6 +94,9 @@ func TestSpansAndMetrics(t *testing.T) {
 		if got := attr(waits[4], tracing.BreakerStateKey).AsString(); got != "open" {
 			t.Errorf("rejected wait breaker state %q", got)
 		}
+		if waits[4].Parent().SpanID() != parent.SpanContext().SpanID() {
+			t.Error("rejected wait span is not a child of the caller's span")
+		}
 		trip := dials[3]
 		if ev := trip.Events(); len(ev) != 1 || ev[0].Name != tracing.TransitionEvent {
 			t.Fatalf("tripping dial events %+v", trip.Events())
@@ -117,7 +121,7 @@ func TestSpansAndMetrics(t *testing.T) {
 				}
 			}
 		}
-		if counts["acquired"] != 1 || counts["failed"] != 3 || counts["rejected"] != 1 {
+		if counts["acquired"] != 1 || counts["failed"] != 3 || counts["rejected"] != 2 {
 			t.Errorf("outcome counts %v", counts)
 		}
 	})

@@ -110,9 +110,17 @@ func (r *Recorder) StartWait(ctx context.Context, cluster string) trace.Span {
 // EndWait ends a wait span and records the wait metrics. dial is the span
 // context of the dial waited for; invalid if there was none.
 func (r *Recorder) EndWait(span trace.Span, o Outcome, waited time.Duration, breakerState string, dial trace.SpanContext) {
+	r.count(o, waited)
+	r.endWaitSpan(span, o, waited, breakerState, dial)
+}
+
+func (r *Recorder) count(o Outcome, waited time.Duration) {
 	ctx := context.Background()
 	r.outcomes.Add(ctx, 1, r.outcomeAdd[o]...)
 	r.waitHist.Record(ctx, waited.Seconds(), r.outcomeRec[o]...)
+}
+
+func (r *Recorder) endWaitSpan(span trace.Span, o Outcome, waited time.Duration, breakerState string, dial trace.SpanContext) {
 	if !span.IsRecording() {
 		span.End()
 		return
@@ -126,6 +134,18 @@ func (r *Recorder) EndWait(span trace.Span, o Outcome, waited time.Duration, bre
 		span.SetStatus(codes.Error, o.String())
 	}
 	span.End()
+}
+
+// Reject records a Get rejected at once by an open breaker: the outcome
+// metrics, and a clusterpool.Wait span with outcome rejected and no wait
+// only when ctx carries a recording span. Rejections of callers that are
+// not being traced cost no span, which keeps them near gobreaker's own
+// rejection cost.
+func (r *Recorder) Reject(ctx context.Context, cluster, breakerState string) {
+	r.count(Rejected, 0)
+	if trace.SpanFromContext(ctx).IsRecording() {
+		r.endWaitSpan(r.StartWait(ctx, cluster), Rejected, 0, breakerState, trace.SpanContext{})
+	}
 }
 
 // StartDial starts the clusterpool.Dial span, the root of a new trace, and
