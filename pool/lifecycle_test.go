@@ -47,10 +47,13 @@ func TestCloseEndsEverything(t *testing.T) {
 		if err := p.Close(); err != nil {
 			t.Errorf("second Close: %v", err)
 		}
-		for _, k := range []string{"a", "b", "c"} {
+		for _, k := range []string{"a", "b", "c", "new"} {
 			if _, err := p.Get(context.Background(), k); !errors.Is(err, ErrClosed) {
 				t.Errorf("Get(%s) after Close: %v", k, err)
 			}
+		}
+		if p.State("new").Known {
+			t.Error("Get after Close created an entry")
 		}
 		if ch := p.Subscribe(context.Background()); ch != nil {
 			if _, ok := <-ch; ok {

@@ -87,12 +87,17 @@ func (p *Pool[K, C]) Get(ctx context.Context, key K) (C, error) {
 
 // miss is Get for a cluster without a client: the traced wait.
 func (p *Pool[K, C]) miss(ctx context.Context, key K) (C, error) {
+	var zero C
+	if p.closed.Load() { // no entry is created after Close
+		err := &Error{Kind: ErrClosed, Cluster: p.opts.FormatKey(key)}
+		p.rec.EndWait(p.rec.StartWait(ctx, err.Cluster), tracing.Closed, 0, "", trace.SpanContext{})
+		return zero, err
+	}
 	e := p.entry(key)
 	if rej := e.reject.Load(); rej != nil && !p.closed.Load() {
 		// An instant rejection waits for nothing: it costs no clock read,
 		// and gets a span only as part of a caller's recording trace.
 		p.rec.Reject(ctx, e.name, e.breakerState().String())
-		var zero C
 		return zero, rej
 	}
 	start := time.Now()
