@@ -12,8 +12,9 @@ import (
 type cluster struct {
 	ln   net.Listener
 	mode atomic.Int32 // modeServe or modeHold
-	mu   sync.Mutex
-	open []net.Conn
+	mu     sync.Mutex
+	open   []net.Conn
+	closed bool
 }
 
 const (
@@ -41,6 +42,11 @@ func (c *cluster) serve() {
 			return
 		}
 		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			conn.Close()
+			return
+		}
 		c.open = append(c.open, conn)
 		c.mu.Unlock()
 		go func() {
@@ -64,6 +70,7 @@ func (c *cluster) close() {
 	c.ln.Close()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.closed = true
 	for _, conn := range c.open {
 		conn.Close()
 	}
@@ -74,7 +81,11 @@ func (c *cluster) close() {
 func startClusters() (map[string]interface{ Addr() string }, func(), error) {
 	all := map[string]interface{ Addr() string }{}
 	var started []*cluster
+	done := make(chan struct{})
+	var flapper sync.WaitGroup
 	stop := func() {
+		close(done)
+		flapper.Wait()
 		for _, c := range started {
 			c.close()
 		}
@@ -89,11 +100,18 @@ func startClusters() (map[string]interface{ Addr() string }, func(), error) {
 		started = append(started, c)
 		all[name] = c
 		if name == "flapping" {
-			go func() {
-				for range time.Tick(3 * time.Second) {
-					c.mode.Store(1 - c.mode.Load())
+			flapper.Go(func() {
+				tick := time.NewTicker(3 * time.Second)
+				defer tick.Stop()
+				for {
+					select {
+					case <-tick.C:
+						c.mode.Store(1 - c.mode.Load())
+					case <-done:
+						return
+					}
 				}
-			}()
+			})
 		}
 	}
 	// A port that was open and is now closed: connections are refused.

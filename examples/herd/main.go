@@ -12,6 +12,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"sort"
@@ -28,7 +29,7 @@ func main() {
 	duration := flag.Duration("duration", 10*time.Second, "how long the workers run")
 	workers := flag.Int("workers", 10, "worker goroutines")
 	flag.Parse()
-	if err := run(*duration, *workers); err != nil {
+	if _, err := run(os.Stdout, *duration, *workers); err != nil {
 		fmt.Fprintln(os.Stderr, "herd:", err)
 		os.Exit(1)
 	}
@@ -40,10 +41,12 @@ type stats struct {
 	blocked                              atomic.Int64 // nanoseconds workers spent in Get
 }
 
-func run(duration time.Duration, workers int) error {
+// run drives the workers for duration, printing a table to out every two
+// seconds and at the end, and returns what they saw per cluster.
+func run(out io.Writer, duration time.Duration, workers int) (map[string]*stats, error) {
 	clusters, stop, err := startClusters()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer stop()
 	names := make([]string, 0, len(clusters))
@@ -66,7 +69,7 @@ func run(duration time.Duration, workers int) error {
 		OnClose:     func(_ string, c net.Conn) { c.Close() },
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer p.Close()
 
@@ -107,14 +110,14 @@ func run(duration time.Duration, workers int) error {
 		case <-ctx.Done():
 			done = true
 		}
-		print(p, names, st, done)
+		table(out, p, names, st, done)
 	}
 	wg.Wait()
-	return nil
+	return st, nil
 }
 
-func print(p *pool.Pool[string, net.Conn], names []string, st map[string]*stats, final bool) {
-	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+func table(out io.Writer, p *pool.Pool[string, net.Conn], names []string, st map[string]*stats, final bool) {
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	title := time.Now().Format("15:04:05")
 	if final {
 		title = "summary"
