@@ -10,8 +10,8 @@ import (
 
 // cluster is a fake workload cluster endpoint on 127.0.0.1.
 type cluster struct {
-	ln   net.Listener
-	mode atomic.Int32 // modeServe or modeHold
+	ln     net.Listener
+	mode   atomic.Int32 // modeServe or modeHold
 	mu     sync.Mutex
 	open   []net.Conn
 	closed bool
