@@ -140,8 +140,17 @@ func TestRemoveForgetsCluster(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake()
 		p := newPool(t, f, Options[string, *client]{})
+		if _, ok := p.Peek("a"); ok {
+			t.Fatal("Peek of an unknown key")
+		}
 		c := connect(t, p, f, "a")
+		if got, ok := p.Peek("a"); !ok || got != c {
+			t.Fatal("Peek of a connected key")
+		}
 		p.Remove("a")
+		if _, ok := p.Peek("a"); ok {
+			t.Fatal("Peek after Remove")
+		}
 		if c.closed.Load() != 1 || p.State("a").Known {
 			t.Fatalf("after Remove: closed=%d state=%+v", c.closed.Load(), p.State("a"))
 		}

@@ -51,3 +51,15 @@ func (p *Pool[K, C]) State(key K) ClusterState {
 		NextProbe:           s.OpenUntil,
 	}
 }
+
+// Peek returns key's cached client without dialing, waiting or recording
+// anything: for health probes and status reporting.
+func (p *Pool[K, C]) Peek(key K) (C, bool) {
+	if v, ok := p.entries.Load(key); ok && !p.closed.Load() {
+		if c := v.(*entry[K, C]).client.Load(); c != nil {
+			return *c, true
+		}
+	}
+	var zero C
+	return zero, false
+}

@@ -1,0 +1,88 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Cluster is a connected workload cluster: the client the pool hands out.
+// Its fields are read-only. Stop it (the pool's OnClose does, through
+// NewPool) to end its informers.
+type Cluster struct {
+	// Key names the Cluster object.
+	Key client.ObjectKey
+	// Revision is the credentials' revision the client was built from (the
+	// kubeconfig Secret's resourceVersion), or empty.
+	Revision string
+	// Client reads from Cache and writes to the apiserver.
+	Client client.Client
+	// Uncached reads from and writes to the apiserver directly.
+	Uncached client.Client
+	// Cache is the informer cache behind Client.
+	Cache cache.Cache
+
+	config     *rest.Config // holds credentials: never logged or printed
+	httpClient *http.Client // shared by every client of the cluster
+
+	stopOnce sync.Once
+	cancel   context.CancelFunc
+	done     chan struct{} // closed when the cache has stopped
+}
+
+// RESTConfig returns a copy of the cluster's REST config. It holds
+// credentials: do not log it.
+func (c *Cluster) RESTConfig() *rest.Config { return rest.CopyConfig(c.config) }
+
+// HTTPClient returns the HTTP client shared by the cluster's clients.
+func (c *Cluster) HTTPClient() *http.Client { return c.httpClient }
+
+// String names the cluster; it never shows credentials.
+func (c *Cluster) String() string { return "cluster " + c.Key.String() }
+
+// Stop stops the cluster's cache and informers and waits for them. It is
+// idempotent and safe for concurrent use.
+func (c *Cluster) Stop() {
+	c.stopOnce.Do(func() {
+		c.cancel()
+		<-c.done
+		c.httpClient.CloseIdleConnections()
+	})
+}
+
+// Readyz sends GET /readyz to the cluster and returns nil on 200. An
+// Unauthorized (401) or Forbidden answer is returned as the matching
+// apierrors status error, so apierrors.IsUnauthorized works on it.
+func (c *Cluster) Readyz(ctx context.Context) error {
+	return readyz(ctx, c.httpClient, c.config.Host)
+}
+
+func readyz(ctx context.Context, hc *http.Client, host string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, host+"/readyz", nil)
+	if err != nil {
+		return fmt.Errorf("kube: readyz request: %w", err)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("kube: readyz: %w", err)
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return nil
+	case http.StatusUnauthorized:
+		return apierrors.NewUnauthorized("readyz: the cluster rejected the credentials")
+	case http.StatusForbidden:
+		return apierrors.NewForbidden(schema.GroupResource{}, "readyz", fmt.Errorf("the cluster denied access"))
+	}
+	return fmt.Errorf("kube: readyz: HTTP %d", resp.StatusCode)
+}

@@ -1,0 +1,191 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/clusterpool/clusterpool/pool"
+)
+
+// Defaults of DialerOptions.
+const (
+	DefaultRequestTimeout   = 10 * time.Second
+	DefaultQPS              = 20
+	DefaultBurst            = 30
+	DefaultReadyzTimeout    = 5 * time.Second
+	DefaultCacheSyncTimeout = 30 * time.Second
+)
+
+// DialerOptions configures a Dialer. Zero fields are the defaults.
+type DialerOptions struct {
+	// Scheme maps Go types to kinds. nil means client-go's scheme.
+	Scheme *runtime.Scheme
+	// RequestTimeout is the REST config's per-request timeout. Zero means
+	// 10s.
+	RequestTimeout time.Duration
+	// QPS and Burst rate-limit each cluster's clients. Zero means 20 and 30.
+	QPS   float32
+	Burst int
+	// ReadyzTimeout bounds the reachability check of a dial. Zero means 5s.
+	ReadyzTimeout time.Duration
+	// CacheSyncTimeout bounds the initial sync of the informers named in
+	// WatchTypes. Zero means 30s; the pool's DialTimeout also bounds it.
+	CacheSyncTimeout time.Duration
+	// WatchTypes are object types whose informers start, and sync, during
+	// the dial, so that the first cached read does not block a worker.
+	WatchTypes []client.Object
+	// Cache is passed to cache.New (Scheme, Mapper and HTTPClient are set by
+	// the dialer).
+	Cache cache.Options
+	// Logger receives the dialer's messages; never credentials. The zero
+	// value discards them.
+	Logger logr.Logger
+}
+
+// Dialer builds Clusters: pass its Dial to pool.New, or use NewPool.
+type Dialer struct {
+	src  ConfigSource
+	opts DialerOptions
+}
+
+// NewDialer returns a Dialer reading configs from src.
+func NewDialer(src ConfigSource, opts DialerOptions) (*Dialer, error) {
+	if src == nil {
+		return nil, errors.New("kube: NewDialer: ConfigSource must not be nil")
+	}
+	switch {
+	case opts.RequestTimeout < 0:
+		return nil, fmt.Errorf("kube: DialerOptions.RequestTimeout=%v must not be negative", opts.RequestTimeout)
+	case opts.QPS < 0:
+		return nil, fmt.Errorf("kube: DialerOptions.QPS=%v must not be negative", opts.QPS)
+	case opts.Burst < 0:
+		return nil, fmt.Errorf("kube: DialerOptions.Burst=%v must not be negative", opts.Burst)
+	case opts.ReadyzTimeout < 0:
+		return nil, fmt.Errorf("kube: DialerOptions.ReadyzTimeout=%v must not be negative", opts.ReadyzTimeout)
+	case opts.CacheSyncTimeout < 0:
+		return nil, fmt.Errorf("kube: DialerOptions.CacheSyncTimeout=%v must not be negative", opts.CacheSyncTimeout)
+	}
+	if opts.Scheme == nil {
+		opts.Scheme = clientgoscheme.Scheme
+	}
+	if opts.RequestTimeout == 0 {
+		opts.RequestTimeout = DefaultRequestTimeout
+	}
+	if opts.QPS == 0 {
+		opts.QPS = DefaultQPS
+	}
+	if opts.Burst == 0 {
+		opts.Burst = DefaultBurst
+	}
+	if opts.ReadyzTimeout == 0 {
+		opts.ReadyzTimeout = DefaultReadyzTimeout
+	}
+	if opts.CacheSyncTimeout == 0 {
+		opts.CacheSyncTimeout = DefaultCacheSyncTimeout
+	}
+	return &Dialer{src: src, opts: opts}, nil
+}
+
+// Dial reads key's config, checks that the cluster answers /readyz, and
+// builds a cached and an uncached client sharing one HTTP client. The
+// cache's informers run until the Cluster is stopped, not until ctx ends.
+func (d *Dialer) Dial(ctx context.Context, key client.ObjectKey) (*Cluster, error) {
+	log := d.opts.Logger.WithValues("cluster", key.String())
+	cfg, rev, err := d.src.Config(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.Timeout = d.opts.RequestTimeout
+	cfg.QPS, cfg.Burst = d.opts.QPS, d.opts.Burst
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kube: HTTP client for cluster %s: %w", key, err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, d.opts.ReadyzTimeout)
+	err = readyz(rctx, hc, cfg.Host)
+	cancel()
+	if err != nil {
+		hc.CloseIdleConnections()
+		return nil, fmt.Errorf("kube: cluster %s not reachable: %w", key, err)
+	}
+	mapper, err := apiutil.NewDynamicRESTMapper(cfg, hc)
+	if err != nil {
+		return nil, fmt.Errorf("kube: REST mapper for cluster %s: %w", key, err)
+	}
+	copts := d.opts.Cache
+	copts.HTTPClient, copts.Scheme, copts.Mapper = hc, d.opts.Scheme, mapper
+	ca, err := cache.New(cfg, copts)
+	if err != nil {
+		return nil, fmt.Errorf("kube: cache for cluster %s: %w", key, err)
+	}
+	uncached, err := client.New(cfg, client.Options{HTTPClient: hc, Scheme: d.opts.Scheme, Mapper: mapper})
+	if err != nil {
+		return nil, fmt.Errorf("kube: client for cluster %s: %w", key, err)
+	}
+	cached, err := client.New(cfg, client.Options{HTTPClient: hc, Scheme: d.opts.Scheme, Mapper: mapper,
+		Cache: &client.CacheOptions{Reader: ca}})
+	if err != nil {
+		return nil, fmt.Errorf("kube: client for cluster %s: %w", key, err)
+	}
+	cctx, stop := context.WithCancel(context.Background())
+	c := &Cluster{Key: key, Revision: rev, Client: cached, Uncached: uncached, Cache: ca,
+		config: cfg, httpClient: hc, cancel: stop, done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		if err := ca.Start(cctx); err != nil {
+			log.Error(err, "cluster cache stopped")
+		}
+	}()
+	if err := d.warm(ctx, c); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	log.V(1).Info("connected", "revision", rev)
+	return c, nil
+}
+
+// warm starts the informers of WatchTypes and waits for their sync, bounded
+// by ctx and CacheSyncTimeout.
+func (d *Dialer) warm(ctx context.Context, c *Cluster) error {
+	if len(d.opts.WatchTypes) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.opts.CacheSyncTimeout)
+	defer cancel()
+	for _, obj := range d.opts.WatchTypes {
+		if _, err := c.Cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false)); err != nil {
+			return fmt.Errorf("kube: informer for %T in cluster %s: %w", obj, c.Key, err)
+		}
+	}
+	if !c.Cache.WaitForCacheSync(ctx) {
+		return fmt.Errorf("kube: cache of cluster %s did not sync: %w", c.Key, ctx.Err())
+	}
+	return nil
+}
+
+// NewPool returns a pool that dials with d and stops each Cluster when it
+// leaves the pool (before calling opts.OnClose, if set).
+func NewPool(d *Dialer, opts pool.Options[client.ObjectKey, *Cluster]) (*pool.Pool[client.ObjectKey, *Cluster], error) {
+	user := opts.OnClose
+	opts.OnClose = func(k client.ObjectKey, c *Cluster) {
+		c.Stop()
+		if user != nil {
+			user(k, c)
+		}
+	}
+	if opts.FormatKey == nil {
+		opts.FormatKey = client.ObjectKey.String
+	}
+	return pool.New(d.Dial, opts)
+}

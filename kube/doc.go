@@ -1,0 +1,11 @@
+// Package kube turns a clusterpool Pool into what a controller-runtime
+// controller imports: a dialer that builds ready controller-runtime clients
+// for workload clusters, a shared health prober, a reconcile trigger
+// (source.Source) fed by the pool's events, a watcher that picks up rotated
+// kubeconfig Secrets, and a requeue helper.
+//
+// Keys are client.ObjectKey values naming the Cluster object (namespace and
+// name), as in Cluster API. Credentials never reach errors, logs, span
+// attributes or events: the dialer reports a cluster by its key, and a
+// kubeconfig that does not parse is reported without its content.
+package kube

@@ -1,0 +1,26 @@
+package kube
+
+import (
+	"errors"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/clusterpool/clusterpool/pool"
+)
+
+// Requeue maps the error of a pool Get to a reconcile result: a cluster that
+// is not ready yet (ErrWaitTimeout, ErrCircuitOpen) is a requeue after
+// pool.RetryAfter with no error, so controller-runtime logs nothing and the
+// rate limiter is not involved; nil is an empty result; every other error
+// is returned as it is.
+func Requeue(err error) (ctrl.Result, error) {
+	if err == nil {
+		return ctrl.Result{}, nil
+	}
+	if errors.Is(err, pool.ErrWaitTimeout) || errors.Is(err, pool.ErrCircuitOpen) {
+		if d, ok := pool.RetryAfter(err); ok {
+			return ctrl.Result{RequeueAfter: d}, nil
+		}
+	}
+	return ctrl.Result{}, err
+}
