@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -66,7 +67,11 @@ func (c *Cluster) Readyz(ctx context.Context) error {
 }
 
 func readyz(ctx context.Context, hc *http.Client, host string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, host+"/readyz", nil)
+	u, err := url.Parse(host)
+	if err != nil {
+		return fmt.Errorf("kube: readyz: server URL does not parse")
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.JoinPath("readyz").String(), nil)
 	if err != nil {
 		return fmt.Errorf("kube: readyz request: %w", err)
 	}

@@ -78,6 +78,14 @@ func (pr *Prober) Start(ctx context.Context) error {
 	results := make(chan client.ObjectKey, pr.opts.Concurrency)
 	var probes sync.WaitGroup
 	defer probes.Wait()
+	// Clusters connected before the subscription: their Connected events
+	// are gone.
+	for _, key := range pr.pool.Keys() {
+		if _, ok := pr.pool.Peek(key); ok && !scheduled[key] {
+			scheduled[key] = true
+			heap.Push(&due, dueProbe{key: key, at: time.Now().Add(pr.opts.Interval)})
+		}
+	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {

@@ -124,6 +124,12 @@ func TestReportEvictsConnectedClient(t *testing.T) {
 			!slices.Equal(got, []EventType{BreakerOpened}) {
 			t.Fatalf("events %v", got)
 		}
+		ev.mu.Lock()
+		last := ev.got[len(ev.got)-1]
+		ev.mu.Unlock()
+		if last.Connected || last.Breaker != breaker.StateOpen {
+			t.Fatalf("latest event %+v does not tell the state: disconnected, open", last)
+		}
 		p.Report("a", errRefused) // ignored while open
 		p.Report("unknown", errRefused)
 		if p.State("unknown").Known {

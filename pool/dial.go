@@ -116,7 +116,7 @@ func (p *Pool[K, C]) settle(e *entry[K, C], c *call[C], client C, err error, can
 		toClose = append(toClose, p.applyLocked(e, tr, c.span)...)
 	}
 	if stored {
-		p.publish(Event[K]{Type: Connected, Key: e.key, Time: time.Now()})
+		p.publishLocked(e, Connected, time.Now())
 	}
 	var zero C
 	switch rej := e.reject.Load(); {

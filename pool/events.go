@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/clusterpool/clusterpool/breaker"
 )
 
 // EventType says what happened to a cluster.
@@ -34,11 +36,17 @@ func (t EventType) String() string {
 	return "EventType(?)"
 }
 
-// Event is a change of one cluster's state.
+// Event is a change of one cluster's state. Connected and Breaker are the
+// cluster's state right after the change, so the latest event of a key
+// tells its current state even when earlier ones were coalesced away.
 type Event[K comparable] struct {
 	Type EventType
 	Key  K
 	Time time.Time
+	// Connected reports whether a client is cached after the event.
+	Connected bool
+	// Breaker is the breaker's state after the event.
+	Breaker breaker.State
 }
 
 // Subscribe returns a channel of the pool's events from now on. The channel
@@ -48,8 +56,10 @@ type Event[K comparable] struct {
 // that holds at most one event per key: a newer event for a key replaces the
 // one not yet received, keeping its place. A slow subscriber therefore loses
 // intermediate events of a key but always receives the key's latest one, so
-// it can act on the current state (call Pool.State) and never misses that a
-// key changed. The queue's size is bounded by the number of keys.
+// the event's Connected and Breaker fields give the key's current state,
+// and it never misses that a key changed. Example: Disconnected followed
+// at once by BreakerOpened may arrive as BreakerOpened with Connected
+// false. The queue's size is bounded by the number of keys.
 func (p *Pool[K, C]) Subscribe(ctx context.Context) <-chan Event[K] {
 	s := &subscriber[K]{
 		pending: map[K]Event[K]{},
@@ -74,6 +84,12 @@ func (p *Pool[K, C]) Subscribe(ctx context.Context) <-chan Event[K] {
 		s.run(ctx, p.closing)
 	}()
 	return s.out
+}
+
+// publishLocked publishes an event of e with e's current state; e.mu is
+// held.
+func (p *Pool[K, C]) publishLocked(e *entry[K, C], t EventType, at time.Time) {
+	p.publish(Event[K]{Type: t, Key: e.key, Time: at, Connected: e.client.Load() != nil, Breaker: e.breakerState()})
 }
 
 // publish hands ev to every subscriber without blocking.

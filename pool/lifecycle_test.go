@@ -147,9 +147,12 @@ func TestRemoveForgetsCluster(t *testing.T) {
 		if got, ok := p.Peek("a"); !ok || got != c {
 			t.Fatal("Peek of a connected key")
 		}
+		if keys := p.Keys(); len(keys) != 1 || keys[0] != "a" {
+			t.Fatalf("Keys()=%v", keys)
+		}
 		p.Remove("a")
-		if _, ok := p.Peek("a"); ok {
-			t.Fatal("Peek after Remove")
+		if _, ok := p.Peek("a"); ok || len(p.Keys()) != 0 {
+			t.Fatalf("after Remove: Peek=%v Keys()=%v", ok, p.Keys())
 		}
 		if c.closed.Load() != 1 || p.State("a").Known {
 			t.Fatalf("after Remove: closed=%d state=%+v", c.closed.Load(), p.State("a"))

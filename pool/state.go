@@ -63,3 +63,18 @@ func (p *Pool[K, C]) Peek(key K) (C, bool) {
 	var zero C
 	return zero, false
 }
+
+// Keys returns the keys the pool holds state for, in no particular order.
+func (p *Pool[K, C]) Keys() []K {
+	var keys []K
+	p.entries.Range(func(k, v any) bool {
+		e := v.(*entry[K, C])
+		e.mu.Lock()
+		if !e.removed && !e.dead {
+			keys = append(keys, k.(K))
+		}
+		e.mu.Unlock()
+		return true
+	})
+	return keys
+}

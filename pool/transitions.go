@@ -21,15 +21,15 @@ func (p *Pool[K, C]) applyLocked(e *entry[K, C], tr breaker.Transition, span tra
 		e.reject.Store(&Error{Kind: ErrCircuitOpen, Cluster: e.name, RetryAt: tr.At.Add(tr.OpenFor)})
 		if c := e.client.Swap(nil); c != nil {
 			toClose = append(toClose, *c)
-			p.publish(Event[K]{Type: Disconnected, Key: e.key, Time: tr.At})
+			p.publishLocked(e, Disconnected, tr.At)
 		}
-		p.publish(Event[K]{Type: BreakerOpened, Key: e.key, Time: tr.At})
+		p.publishLocked(e, BreakerOpened, tr.At)
 		p.scheduleProbeLocked(e, tr.OpenFor)
 	case breaker.StateHalfOpen:
-		p.publish(Event[K]{Type: BreakerHalfOpen, Key: e.key, Time: tr.At})
+		p.publishLocked(e, BreakerHalfOpen, tr.At)
 	case breaker.StateClosed:
 		e.reject.Store(nil)
-		p.publish(Event[K]{Type: BreakerClosed, Key: e.key, Time: tr.At})
+		p.publishLocked(e, BreakerClosed, tr.At)
 	}
 	return toClose
 }
@@ -142,7 +142,7 @@ func (p *Pool[K, C]) Remove(key K) {
 	var toClose []C
 	if c := e.client.Swap(nil); c != nil {
 		toClose = append(toClose, *c)
-		p.publish(Event[K]{Type: Disconnected, Key: key, Time: time.Now()})
+		p.publishLocked(e, Disconnected, time.Now())
 	}
 	if from := e.breakerState(); from != breaker.StateClosed {
 		p.rec.Transition(nil, e.name, from.String(), breaker.StateClosed.String(), 0)
