@@ -7,24 +7,45 @@ STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(BIN)/staticcheck-$(STATICCHECK_VERSION)
 BENCHSTAT   := $(BIN)/benchstat
 BENCH_COUNT ?= 6
-DEMO_FLAGS  ?= -duration 10s
 
-.PHONY: all test vet lint fmt bench demo tools clean
+K8S_VERSION  := v1.37.2
+ETCD_VERSION := v3.7.3
+ENVTEST_ASSETS := $(BIN)/k8s/$(K8S_VERSION)-etcd-$(ETCD_VERSION)
+export KUBEBUILDER_ASSETS := $(ENVTEST_ASSETS)
+DEMO_FLAGS  ?= -duration 60s -flap 20s
+
+.PHONY: all test vet lint fmt bench demo demo-herd tools clean envtest-assets crds
 
 all: lint test
 
-## test: go vet, then every test of the library under the race detector.
-test: vet
+## test: go vet, then every test under the race detector, the envtest ones
+## on real kube-apiservers built by envtest-assets.
+test: vet envtest-assets
 	$(GO) test -race -count=1 ./...
+	cd examples/capi && $(GO) test -race -count=1 ./...
 
 vet:
 	$(GO) vet ./...
+	cd examples/capi && $(GO) vet ./...
+
+## envtest-assets: build kube-apiserver and etcd from the module proxy into ./bin (once; ~10 min).
+envtest-assets: $(ENVTEST_ASSETS)/kube-apiserver
+
+$(ENVTEST_ASSETS)/kube-apiserver:
+	K8S_VERSION=$(K8S_VERSION) ETCD_VERSION=$(ETCD_VERSION) bash hack/envtest-assets.sh
+
+## crds: regenerate the Cluster API Cluster CRD of examples/capi with controller-gen.
+crds:
+	cd examples/capi && $(GO) tool controller-gen crd paths=sigs.k8s.io/cluster-api/api/core/v1beta2 output:crd:dir=config/crd.tmp
+	mv examples/capi/config/crd.tmp/cluster.x-k8s.io_clusters.yaml examples/capi/config/crd/
+	rm -rf examples/capi/config/crd.tmp
 
 ## lint: gofmt, go vet and staticcheck (built into ./bin from hack/tools).
 lint: $(STATICCHECK) vet
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(STATICCHECK) ./...
+	cd examples/capi && $(STATICCHECK) ./...
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
@@ -35,9 +56,14 @@ bench: $(BENCHSTAT)
 	$(GO) test -run '^$$' -bench . -benchmem -count $(BENCH_COUNT) ./bench/ | tee bench/results.txt
 	$(BENCHSTAT) -col /impl bench/results.txt
 
-## demo: the herd demo on 127.0.0.1 (healthy, dead, refusing, flapping clusters).
-demo:
-	$(GO) run ./examples/herd $(DEMO_FLAGS)
+## demo: the Cluster API demo on real kube-apiservers (examples/capi): one
+## management and three workload apiservers, a dead and a flapping cluster.
+demo: envtest-assets
+	cd examples/capi && $(GO) run . $(DEMO_FLAGS)
+
+## demo-herd: the dependency-free demo on plain loopback sockets.
+demo-herd:
+	$(GO) run ./examples/herd -duration 10s
 
 tools: $(STATICCHECK) $(BENCHSTAT)
 

@@ -58,6 +58,10 @@ func TestHalfOpenProbeRunsOffTheCallerPath(t *testing.T) {
 				t.Fatalf("during probe: %+v", s)
 			}
 			expectRejected(t, p, f) // still instant while the probe is out
+			_, err := p.Get(context.Background(), "a")
+			if d, ok := RetryAfter(err); !ok || d != DefaultDialTimeout {
+				t.Fatalf("RetryAfter while probing: %v,%v want the probe's deadline %v", d, ok, DefaultDialTimeout)
+			}
 			probe.fail(context.DeadlineExceeded)
 			synctest.Wait()
 		}

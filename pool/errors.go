@@ -67,7 +67,8 @@ const minRetryAfter = time.Millisecond
 
 // RetryAfter reports how long the caller should wait before asking again,
 // for a reconciler's RequeueAfter: for ErrCircuitOpen the time to the next
-// probe, for ErrWaitTimeout the time left until the dial in flight hits its
+// probe (while the probe is out, the time until its deadline), for
+// ErrWaitTimeout the time left until the dial in flight hits its
 // deadline, and for an ErrDialFailed that opened the breaker the time to the
 // first probe. The duration is at least 1ms. It reports false for errors with
 // no hint (ErrClosed, other dial failures, context errors, foreign errors).

@@ -26,6 +26,9 @@ func (p *Pool[K, C]) applyLocked(e *entry[K, C], tr breaker.Transition, span tra
 		p.publishLocked(e, BreakerOpened, tr.At)
 		p.scheduleProbeLocked(e, tr.OpenFor)
 	case breaker.StateHalfOpen:
+		// Callers are still rejected; they should come back once the probe
+		// has surely ended, not in a busy loop (its success is announced).
+		e.reject.Store(&Error{Kind: ErrCircuitOpen, Cluster: e.name, RetryAt: tr.At.Add(p.opts.DialTimeout)})
 		p.publishLocked(e, BreakerHalfOpen, tr.At)
 	case breaker.StateClosed:
 		e.reject.Store(nil)
