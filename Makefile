@@ -12,20 +12,25 @@ K8S_VERSION  := v1.37.2
 ETCD_VERSION := v3.7.3
 ENVTEST_ASSETS := $(BIN)/k8s/$(K8S_VERSION)-etcd-$(ETCD_VERSION)
 export KUBEBUILDER_ASSETS := $(ENVTEST_ASSETS)
+
+JAEGER_VERSION := v1.76.0
+export JAEGER_BIN := $(BIN)/jaeger-$(JAEGER_VERSION)
 DEMO_FLAGS  ?= -duration 60s -flap 20s
 
-.PHONY: all test vet lint fmt bench demo demo-herd tools clean envtest-assets crds
+.PHONY: all test vet lint fmt bench demo demo-herd tools clean envtest-assets crds jaeger jaeger-bin trace-picture
 
 all: lint test
 
 ## test: go vet, then every test under the race detector, the envtest ones
 ## on real kube-apiservers built by envtest-assets.
-test: vet envtest-assets
+test: vet envtest-assets jaeger-bin
 	$(GO) test -race -count=1 ./...
+	cd tracing/otlp && $(GO) test -race -count=1 ./...
 	cd examples/capi && $(GO) test -race -count=1 ./...
 
 vet:
 	$(GO) vet ./...
+	cd tracing/otlp && $(GO) vet ./...
 	cd examples/capi && $(GO) vet ./...
 
 ## envtest-assets: build kube-apiserver and etcd from the module proxy into ./bin (once; ~10 min).
@@ -33,6 +38,22 @@ envtest-assets: $(ENVTEST_ASSETS)/kube-apiserver
 
 $(ENVTEST_ASSETS)/kube-apiserver:
 	K8S_VERSION=$(K8S_VERSION) ETCD_VERSION=$(ETCD_VERSION) bash hack/envtest-assets.sh
+
+## jaeger-bin: build Jaeger v2 from the module proxy into ./bin (once; ~8 min).
+jaeger-bin: $(JAEGER_BIN)
+
+$(JAEGER_BIN):
+	bash hack/build-tool.sh $@ hack/tools/jaeger github.com/jaegertracing/jaeger/cmd/jaeger -ldflags "-s -w"
+
+## jaeger: run Jaeger on 127.0.0.1 only (in-memory); Ctrl-C stops it.
+jaeger: jaeger-bin
+	@echo "Jaeger: query API http://127.0.0.1:16686/api/traces?service=clusterpool-demo, OTLP/HTTP http://127.0.0.1:4318"
+	@echo "send the demo's traces: OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 make demo"
+	$(JAEGER_BIN) --config hack/jaeger.yaml
+
+## trace-picture: regenerate docs/trace.png from a real demo trace in Jaeger.
+trace-picture: jaeger-bin envtest-assets
+	bash hack/trace-picture.sh
 
 ## crds: regenerate the Cluster API Cluster CRD of examples/capi with controller-gen.
 crds:
@@ -45,6 +66,7 @@ lint: $(STATICCHECK) vet
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(STATICCHECK) ./...
+	cd tracing/otlp && $(STATICCHECK) ./...
 	cd examples/capi && $(STATICCHECK) ./...
 
 fmt:

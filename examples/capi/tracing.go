@@ -2,38 +2,26 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"time"
 
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"github.com/clusterpool/clusterpool/tracing/otlp"
 )
 
-// setupTracing installs an OTLP/HTTP trace exporter as the otel global when
-// OTEL_EXPORTER_OTLP_ENDPOINT is set (the exporter reads the standard
-// OTEL_* variables). The returned func flushes and stops it.
+// setupTracing installs OTLP/HTTP trace and metric providers as the otel
+// globals when OTEL_EXPORTER_OTLP_ENDPOINT is set (see package otlp). The
+// returned func flushes and stops them.
 func setupTracing(ctx context.Context) (func(), error) {
-	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" {
+	if !otlp.Enabled() {
 		return func() {}, nil
 	}
-	exp, err := otlptracehttp.New(ctx)
+	p, err := otlp.Setup(ctx, otlp.Options{ServiceName: "clusterpool-demo", ServiceVersion: "demo",
+		BatchTimeout: 500 * time.Millisecond, Global: true})
 	if err != nil {
-		return nil, fmt.Errorf("OTLP exporter: %w", err)
+		return nil, err
 	}
-	name := os.Getenv("OTEL_SERVICE_NAME")
-	if name == "" {
-		name = "clusterpool-demo"
-	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp),
-		sdktrace.WithResource(resource.NewSchemaless(semconv.ServiceName(name))))
-	otel.SetTracerProvider(tp)
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		tp.Shutdown(ctx)
+		p.Shutdown(ctx)
 	}, nil
 }
