@@ -135,7 +135,7 @@ func TestSpansInJaeger(t *testing.T) {
 		for _, tr := range got.Data {
 			spans = append(spans, tr.Spans...)
 		}
-		if count(spans, tracing.WaitSpan) >= 6 && count(spans, tracing.DialSpan) >= 5 {
+		if count(spans, tracing.WaitSpan) >= 5 && count(spans, tracing.DialSpan) >= 5 {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -53,8 +53,9 @@ func main() {
 	query := flag.String("query", "http://127.0.0.1:16686", "Jaeger query API")
 	service := flag.String("service", "clusterpool-demo", "service name")
 	out := flag.String("out", "trace.png", "output PNG")
+	cluster := flag.String("cluster", "fleet/healthy-1", "prefer waits for this cluster")
 	flag.Parse()
-	if err := run(*query, *service, *out); err != nil {
+	if err := run(*query, *service, *cluster, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "tracepic:", err)
 		os.Exit(1)
 	}
@@ -72,9 +73,10 @@ func get(u string, v any) error {
 	return json.NewDecoder(resp.Body).Decode(v)
 }
 
-// pick finds a reconcile trace whose wait links to a dial, preferring one
-// that acquired the client, and returns its spans and the dial's.
-func pick(query, service string) ([]span, []span, error) {
+// pick finds a reconcile trace whose wait links to a dial, preferring the
+// given cluster and then a wait that acquired the client, and returns its
+// spans and the dial's.
+func pick(query, service, cluster string) ([]span, []span, error) {
 	var ts traces
 	if err := get(query+"/api/traces?limit=500&lookback=1h&service="+url.QueryEscape(service), &ts); err != nil {
 		return nil, nil, err
@@ -88,6 +90,9 @@ func pick(query, service string) ([]span, []span, error) {
 				continue
 			}
 			r := map[string]int{"acquired": 3, "timeout": 2}[s.tag("clusterpool.outcome")]
+			if s.tag("clusterpool.cluster") == cluster {
+				r += 10
+			}
 			for _, ref := range s.References {
 				if ref.RefType == "FOLLOWS_FROM" && r > rank {
 					rank, best, link = r, t.Spans, struct{ TraceID, SpanID string }{ref.TraceID, ref.SpanID}
@@ -108,8 +113,8 @@ func pick(query, service string) ([]span, []span, error) {
 	return best, dial.Data[0].Spans, nil
 }
 
-func run(query, service, out string) error {
-	reconcile, dial, err := pick(query, service)
+func run(query, service, cluster, out string) error {
+	reconcile, dial, err := pick(query, service, cluster)
 	if err != nil {
 		return err
 	}
@@ -123,7 +128,7 @@ func run(query, service, out string) error {
 	}
 	p := plot.New()
 	p.Title.Text = "A demo reconcile in Jaeger: its wait, and the dial it links to (own trace)"
-	p.X.Label.Text = "ms since the reconcile started"
+	p.X.Label.Text = "ms since the first span started (this reconcile joined a dial already in flight)"
 	var names []string
 	for i := range all {
 		s := all[len(all)-1-i] // first span on top
