@@ -10,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -55,9 +56,13 @@ func (c *Cluster) Stop() {
 	c.stopOnce.Do(func() {
 		c.cancel()
 		<-c.done
-		c.httpClient.CloseIdleConnections()
+		closeIdle(c.httpClient)
 	})
 }
+
+// closeIdle closes hc's idle connections through client-go's transport
+// wrappers (http.Client.CloseIdleConnections does not see through them).
+func closeIdle(hc *http.Client) { utilnet.CloseIdleConnectionsFor(hc.Transport) }
 
 // Readyz sends GET /readyz to the cluster and returns nil on 200. An
 // Unauthorized (401) or Forbidden answer is returned as the matching

@@ -116,26 +116,30 @@ func (d *Dialer) Dial(ctx context.Context, key client.ObjectKey) (*Cluster, erro
 	err = readyz(rctx, hc, cfg.Host)
 	cancel()
 	if err != nil {
-		hc.CloseIdleConnections()
+		closeIdle(hc)
 		return nil, fmt.Errorf("kube: cluster %s not reachable: %w", key, err)
 	}
 	mapper, err := apiutil.NewDynamicRESTMapper(cfg, hc)
 	if err != nil {
+		closeIdle(hc)
 		return nil, fmt.Errorf("kube: REST mapper for cluster %s: %w", key, err)
 	}
 	copts := d.opts.Cache
 	copts.HTTPClient, copts.Scheme, copts.Mapper = hc, d.opts.Scheme, mapper
 	ca, err := cache.New(cfg, copts)
 	if err != nil {
+		closeIdle(hc)
 		return nil, fmt.Errorf("kube: cache for cluster %s: %w", key, err)
 	}
 	uncached, err := client.New(cfg, client.Options{HTTPClient: hc, Scheme: d.opts.Scheme, Mapper: mapper})
 	if err != nil {
+		closeIdle(hc)
 		return nil, fmt.Errorf("kube: client for cluster %s: %w", key, err)
 	}
 	cached, err := client.New(cfg, client.Options{HTTPClient: hc, Scheme: d.opts.Scheme, Mapper: mapper,
 		Cache: &client.CacheOptions{Reader: ca}})
 	if err != nil {
+		closeIdle(hc)
 		return nil, fmt.Errorf("kube: client for cluster %s: %w", key, err)
 	}
 	cctx, stop := context.WithCancel(context.Background())

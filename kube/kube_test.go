@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -159,7 +160,12 @@ func TestRotatedSecretIsPickedUp(t *testing.T) {
 	putKubeconfig(t, key, kubeconfig(t, "", ""))
 	p, _ := newTestPool(t, DialerOptions{}, pool.Options[client.ObjectKey, *Cluster]{MaxWait: 10 * time.Second})
 	ev := watchEvents(t, p)
-	informers, err := cache.New(mgmtCfg, cache.Options{})
+	hc, err := rest.HTTPClientFor(mgmtCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeIdle(hc)
+	informers, err := cache.New(mgmtCfg, cache.Options{HTTPClient: hc})
 	if err != nil {
 		t.Fatal(err)
 	}
