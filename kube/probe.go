@@ -180,6 +180,7 @@ type dueProbe struct {
 // dueHeap orders probes by time.
 type dueHeap []dueProbe
 
+// Len, Less, Swap, Push and Pop implement heap.Interface.
 func (h dueHeap) Len() int           { return len(h) }
 func (h dueHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
 func (h dueHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }

@@ -28,6 +28,7 @@ type countingSource struct {
 	stats *Stats
 }
 
+// Config counts a dial of key and reads its config.
 func (c countingSource) Config(ctx context.Context, key client.ObjectKey) (*rest.Config, string, error) {
 	c.stats.dialed(key)
 	return c.ConfigSource.Config(ctx, key)

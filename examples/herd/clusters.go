@@ -22,6 +22,7 @@ const (
 	modeHold         // accept, never answer
 )
 
+// Addr is the cluster's host:port.
 func (c *cluster) Addr() string { return c.ln.Addr().String() }
 
 func listen(mode int32) (*cluster, error) {
@@ -127,4 +128,5 @@ func startClusters() (map[string]interface{ Addr() string }, func(), error) {
 
 type addr string
 
+// Addr returns a.
 func (a addr) Addr() string { return string(a) }
