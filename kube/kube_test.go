@@ -27,6 +27,7 @@ import (
 // read and write the real workload apiserver; the Source enqueues the
 // cluster on Connected.
 func TestDialReachableCluster(t *testing.T) {
+	needEnvtest(t)
 	key := client.ObjectKey{Namespace: "fleet", Name: "reachable"}
 	putKubeconfig(t, key, kubeconfig(t, "", ""))
 	p, src := newTestPool(t, DialerOptions{WatchTypes: []client.Object{&corev1.ConfigMap{}}}, pool.Options[client.ObjectKey, *Cluster]{
@@ -73,6 +74,7 @@ func TestDialReachableCluster(t *testing.T) {
 // A cluster whose network black-holes trips the breaker after the threshold
 // of failed dials; then Gets are rejected at once without dialing.
 func TestDeadClusterTrips(t *testing.T) {
+	needEnvtest(t)
 	proxy, err := faultproxy.New(workAddr(t))
 	if err != nil {
 		t.Fatal(err)
@@ -113,6 +115,7 @@ func TestDeadClusterTrips(t *testing.T) {
 // prober's failed probes, and comes back with a Connected event when the
 // network heals.
 func TestProbeEvictsAndRecovers(t *testing.T) {
+	needEnvtest(t)
 	proxy, err := faultproxy.New(workAddr(t))
 	if err != nil {
 		t.Fatal(err)
@@ -156,6 +159,7 @@ func TestProbeEvictsAndRecovers(t *testing.T) {
 
 // A rotated kubeconfig Secret is picked up without waiting for a failure.
 func TestRotatedSecretIsPickedUp(t *testing.T) {
+	needEnvtest(t)
 	key := client.ObjectKey{Namespace: "fleet", Name: "rotated"}
 	putKubeconfig(t, key, kubeconfig(t, "", ""))
 	p, _ := newTestPool(t, DialerOptions{}, pool.Options[client.ObjectKey, *Cluster]{MaxWait: 10 * time.Second})
@@ -196,6 +200,7 @@ func TestRotatedSecretIsPickedUp(t *testing.T) {
 
 // Credentials never show up in errors or logs.
 func TestCredentialsNeverLeak(t *testing.T) {
+	needEnvtest(t)
 	const canary = "canary-token-0d1f2e3c4b5a"
 	key := client.ObjectKey{Namespace: "fleet", Name: "canary"}
 	putKubeconfig(t, key, kubeconfig(t, "", canary))

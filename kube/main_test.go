@@ -3,7 +3,9 @@ package kube
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
+	"sync"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -18,56 +20,69 @@ import (
 	"github.com/clusterpool/clusterpool/internal/envtestutil"
 )
 
-// The real apiservers of these tests: one management cluster holding the
-// kubeconfig Secrets, and one workload cluster.
+// The real apiservers of the envtest-based tests: one management cluster
+// holding the kubeconfig Secrets, and one workload cluster. They start on
+// the first needEnvtest, so that unit and fuzz tests of the package run
+// without them, and stop at the end of TestMain.
 var (
 	mgmtCfg, workCfg *rest.Config
 	mgmt             client.Client
+	mgmtHTTP         *http.Client
+
+	envOnce sync.Once
+	envErr  error
+	envs    []*envtest.Environment
+	ignore  goleak.Option // goroutines that exist once the apiservers run
 )
 
-func TestMain(m *testing.M) {
-	code, err := run(m)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "kube tests:", err)
-		os.Exit(1)
+// needEnvtest starts the apiservers if needed; it fails the test (never
+// skips it) when they cannot start, e.g. without KUBEBUILDER_ASSETS.
+func needEnvtest(t *testing.T) {
+	t.Helper()
+	envOnce.Do(func() { envErr = startEnvs() })
+	if envErr != nil {
+		t.Fatalf("envtest: %v", envErr)
 	}
-	os.Exit(code)
 }
 
-func run(m *testing.M) (int, error) {
-	ctrllog.SetLogger(logr.Discard())
-	var envs []*envtest.Environment
-	defer func() {
-		for _, e := range envs {
-			e.Stop()
-		}
-	}()
+func startEnvs() error {
 	for _, cfg := range []**rest.Config{&mgmtCfg, &workCfg} {
 		env, c, err := envtestutil.Start()
 		if err != nil {
-			return 0, err
+			return err
 		}
 		envs = append(envs, env)
 		*cfg = c
 	}
-	mgmtHTTP, err := rest.HTTPClientFor(mgmtCfg)
-	if err != nil {
-		return 0, err
+	var err error
+	if mgmtHTTP, err = rest.HTTPClientFor(mgmtCfg); err != nil {
+		return err
 	}
 	if mgmt, err = client.New(mgmtCfg, client.Options{HTTPClient: mgmtHTTP}); err != nil {
-		return 0, err
+		return err
 	}
-	// Goroutines of the apiserver processes and the management client exist
-	// before the tests; everything the tests start must be gone after.
-	ignore := goleak.IgnoreCurrent()
+	ignore = goleak.IgnoreCurrent()
+	return nil
+}
+
+func TestMain(m *testing.M) {
+	ctrllog.SetLogger(logr.Discard())
+	ignore = goleak.IgnoreCurrent()
 	code := m.Run()
-	closeIdle(mgmtHTTP) // the tests' own management client
+	if mgmtHTTP != nil {
+		closeIdle(mgmtHTTP) // the tests' own management client
+	}
 	if code == 0 {
+		// Everything the tests started must be gone.
 		if err := goleak.Find(ignore); err != nil {
-			return 1, fmt.Errorf("leaked goroutines: %w", err)
+			fmt.Fprintln(os.Stderr, "kube tests: leaked goroutines:", err)
+			code = 1
 		}
 	}
-	return code, nil
+	for _, e := range envs {
+		e.Stop()
+	}
+	os.Exit(code)
 }
 
 // putKubeconfig writes the Cluster API kubeconfig Secret of ns/name.
