@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/clusterpool/clusterpool/internal/opt"
 )
 
 // Defaults used for zero fields of [Settings].
@@ -60,12 +62,10 @@ var ErrInvalidSettings = errors.New("breaker: invalid settings")
 // Validate reports the first invalid field, by name. It does not apply
 // defaults.
 func (s Settings) Validate() error {
-	switch {
-	case s.OpenTimeout < 0:
-		return invalid("OpenTimeout", s.OpenTimeout, "must not be negative")
-	case s.MaxOpenTimeout < 0:
-		return invalid("MaxOpenTimeout", s.MaxOpenTimeout, "must not be negative")
-	case s.Jitter < 0 || s.Jitter >= 1:
+	if err := opt.FirstNegative("", opt.F("OpenTimeout", s.OpenTimeout), opt.F("MaxOpenTimeout", s.MaxOpenTimeout)); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidSettings, err)
+	}
+	if s.Jitter < 0 || s.Jitter >= 1 {
 		return invalid("Jitter", s.Jitter, "must be in [0, 1)")
 	}
 	d := s.withDefaults()
@@ -81,18 +81,12 @@ func invalid(field string, v any, why string) error {
 
 // withDefaults returns s with every zero field set to its default.
 func (s Settings) withDefaults() Settings {
-	if s.ConsecutiveFailures == 0 {
-		s.ConsecutiveFailures = DefaultConsecutiveFailures
-	}
-	if s.OpenTimeout == 0 {
-		s.OpenTimeout = DefaultOpenTimeout
-	}
+	opt.Default(&s.ConsecutiveFailures, DefaultConsecutiveFailures)
+	opt.Default(&s.OpenTimeout, DefaultOpenTimeout)
 	if s.MaxOpenTimeout == 0 {
 		s.MaxOpenTimeout = max(DefaultMaxOpenTimeout, s.OpenTimeout)
 	}
-	if s.Jitter == 0 {
-		s.Jitter = DefaultJitter
-	}
+	opt.Default(&s.Jitter, DefaultJitter)
 	if s.DisableJitter {
 		s.Jitter = 0
 	}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
+	"github.com/clusterpool/clusterpool/internal/opt"
 	"github.com/clusterpool/clusterpool/pool"
 )
 
@@ -63,36 +64,17 @@ func NewDialer(src ConfigSource, opts DialerOptions) (*Dialer, error) {
 	if src == nil {
 		return nil, errors.New("kube: NewDialer: ConfigSource must not be nil")
 	}
-	switch {
-	case opts.RequestTimeout < 0:
-		return nil, fmt.Errorf("kube: DialerOptions.RequestTimeout=%v must not be negative", opts.RequestTimeout)
-	case opts.QPS < 0:
-		return nil, fmt.Errorf("kube: DialerOptions.QPS=%v must not be negative", opts.QPS)
-	case opts.Burst < 0:
-		return nil, fmt.Errorf("kube: DialerOptions.Burst=%v must not be negative", opts.Burst)
-	case opts.ReadyzTimeout < 0:
-		return nil, fmt.Errorf("kube: DialerOptions.ReadyzTimeout=%v must not be negative", opts.ReadyzTimeout)
-	case opts.CacheSyncTimeout < 0:
-		return nil, fmt.Errorf("kube: DialerOptions.CacheSyncTimeout=%v must not be negative", opts.CacheSyncTimeout)
+	if err := opt.FirstNegative("kube: DialerOptions.", opt.F("RequestTimeout", opts.RequestTimeout),
+		opt.F("QPS", opts.QPS), opt.F("Burst", opts.Burst), opt.F("ReadyzTimeout", opts.ReadyzTimeout),
+		opt.F("CacheSyncTimeout", opts.CacheSyncTimeout)); err != nil {
+		return nil, err
 	}
-	if opts.Scheme == nil {
-		opts.Scheme = clientgoscheme.Scheme
-	}
-	if opts.RequestTimeout == 0 {
-		opts.RequestTimeout = DefaultRequestTimeout
-	}
-	if opts.QPS == 0 {
-		opts.QPS = DefaultQPS
-	}
-	if opts.Burst == 0 {
-		opts.Burst = DefaultBurst
-	}
-	if opts.ReadyzTimeout == 0 {
-		opts.ReadyzTimeout = DefaultReadyzTimeout
-	}
-	if opts.CacheSyncTimeout == 0 {
-		opts.CacheSyncTimeout = DefaultCacheSyncTimeout
-	}
+	opt.Default(&opts.Scheme, clientgoscheme.Scheme)
+	opt.Default(&opts.RequestTimeout, DefaultRequestTimeout)
+	opt.Default(&opts.QPS, DefaultQPS)
+	opt.Default(&opts.Burst, DefaultBurst)
+	opt.Default(&opts.ReadyzTimeout, DefaultReadyzTimeout)
+	opt.Default(&opts.CacheSyncTimeout, DefaultCacheSyncTimeout)
 	return &Dialer{src: src, opts: opts}, nil
 }
 

@@ -3,7 +3,6 @@ package kube
 import (
 	"container/heap"
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/clusterpool/clusterpool/internal/opt"
 	"github.com/clusterpool/clusterpool/pool"
 )
 
@@ -49,23 +49,13 @@ type Prober struct {
 
 // NewProber returns a Prober of p.
 func NewProber(p *pool.Pool[client.ObjectKey, *Cluster], opts ProberOptions) (*Prober, error) {
-	switch {
-	case opts.Interval < 0:
-		return nil, fmt.Errorf("kube: ProberOptions.Interval=%v must not be negative", opts.Interval)
-	case opts.Timeout < 0:
-		return nil, fmt.Errorf("kube: ProberOptions.Timeout=%v must not be negative", opts.Timeout)
-	case opts.Concurrency < 0:
-		return nil, fmt.Errorf("kube: ProberOptions.Concurrency=%d must not be negative", opts.Concurrency)
+	if err := opt.FirstNegative("kube: ProberOptions.", opt.F("Interval", opts.Interval),
+		opt.F("Timeout", opts.Timeout), opt.F("Concurrency", opts.Concurrency)); err != nil {
+		return nil, err
 	}
-	if opts.Interval == 0 {
-		opts.Interval = DefaultProbeInterval
-	}
-	if opts.Timeout == 0 {
-		opts.Timeout = DefaultProbeTimeout
-	}
-	if opts.Concurrency == 0 {
-		opts.Concurrency = DefaultProbeConcurrency
-	}
+	opt.Default(&opts.Interval, DefaultProbeInterval)
+	opt.Default(&opts.Timeout, DefaultProbeTimeout)
+	opt.Default(&opts.Concurrency, DefaultProbeConcurrency)
 	return &Prober{pool: p, opts: opts}, nil
 }
 

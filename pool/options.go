@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/clusterpool/clusterpool/breaker"
+	"github.com/clusterpool/clusterpool/internal/opt"
 )
 
 // Defaults used for zero fields of [Options].
@@ -69,15 +70,9 @@ func invalid(field string, v any, why string) error {
 
 // validate reports the first invalid field by name; o has no defaults yet.
 func (o *Options[K, C]) validate() error {
-	switch {
-	case o.MaxWait < 0:
-		return invalid("MaxWait", o.MaxWait, "must not be negative")
-	case o.DialTimeout < 0:
-		return invalid("DialTimeout", o.DialTimeout, "must not be negative")
-	case o.MaxConcurrentDials < 0:
-		return invalid("MaxConcurrentDials", o.MaxConcurrentDials, "must not be negative")
-	case o.MaxTotalDials < 0:
-		return invalid("MaxTotalDials", o.MaxTotalDials, "must not be negative")
+	if err := opt.FirstNegative("", opt.F("MaxWait", o.MaxWait), opt.F("DialTimeout", o.DialTimeout),
+		opt.F("MaxConcurrentDials", o.MaxConcurrentDials), opt.F("MaxTotalDials", o.MaxTotalDials)); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	d := o.withDefaults()
 	if d.MaxConcurrentDials > d.MaxTotalDials {
@@ -91,18 +86,10 @@ func (o *Options[K, C]) validate() error {
 }
 
 func (o Options[K, C]) withDefaults() Options[K, C] {
-	if o.MaxWait == 0 {
-		o.MaxWait = DefaultMaxWait
-	}
-	if o.DialTimeout == 0 {
-		o.DialTimeout = DefaultDialTimeout
-	}
-	if o.MaxConcurrentDials == 0 {
-		o.MaxConcurrentDials = DefaultMaxConcurrentDials
-	}
-	if o.MaxTotalDials == 0 {
-		o.MaxTotalDials = DefaultMaxTotalDials
-	}
+	opt.Default(&o.MaxWait, DefaultMaxWait)
+	opt.Default(&o.DialTimeout, DefaultDialTimeout)
+	opt.Default(&o.MaxConcurrentDials, DefaultMaxConcurrentDials)
+	opt.Default(&o.MaxTotalDials, DefaultMaxTotalDials)
 	if o.OnClose == nil {
 		o.OnClose = func(K, C) {}
 	}
