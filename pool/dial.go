@@ -33,7 +33,7 @@ func (p *Pool[K, C]) startDialLocked(e *entry[K, C]) (*call[C], error) {
 // newCallLocked registers a new dial of e as e.call and starts its span.
 func (p *Pool[K, C]) newCallLocked(e *entry[K, C], probe bool) *call[C] {
 	ctx, cancel := context.WithCancel(p.ctx)
-	c := &call[C]{done: make(chan struct{}), gen: e.gen, probe: probe, cancel: cancel}
+	c := &call[C]{done: make(chan struct{}), gen: e.gen, cancel: cancel}
 	c.ctx, c.span = p.rec.StartDial(ctx, e.name, probe)
 	e.call = c
 	e.running++
@@ -56,13 +56,14 @@ func (p *Pool[K, C]) runDial(e *entry[K, C], c *call[C], ticket breaker.Ticket) 
 	case err != nil:
 		res = tracing.DialError
 	}
+	var tr breaker.Transition
+	var changed bool
 	if canceled {
 		ticket.Discard()
-		p.settle(e, c, client, err, canceled, breaker.Transition{}, false)
 	} else {
-		tr, changed := ticket.Done(err)
-		p.settle(e, c, client, err, canceled, tr, changed)
+		tr, changed = ticket.Done(err)
 	}
+	p.settle(e, c, client, err, canceled, tr, changed)
 	p.rec.EndDial(c.span, res, time.Since(start), err)
 	c.cancel()
 }

@@ -67,7 +67,6 @@ type call[C any] struct {
 	ended  bool // done is closed (guarded by the entry's mu)
 
 	gen      uint64
-	probe    bool
 	ctx      context.Context // the pool's context, with the dial span; canceled by Remove and Close
 	cancel   context.CancelFunc
 	span     trace.Span
