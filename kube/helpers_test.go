@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/clusterpool/clusterpool/internal/faultproxy"
 	"github.com/clusterpool/clusterpool/pool"
 )
 
@@ -138,4 +139,29 @@ func (l *eventLog) snapshot() []pool.Event[client.ObjectKey] {
 // connected.
 func connected(want bool) func(pool.Event[client.ObjectKey]) bool {
 	return func(ev pool.Event[client.ObjectKey]) bool { return ev.Connected == want }
+}
+
+// workProxy starts a fault proxy in front of the workload apiserver, closed
+// at the end of the test.
+func workProxy(t *testing.T) *faultproxy.Proxy {
+	t.Helper()
+	proxy, err := faultproxy.New(workAddr(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	return proxy
+}
+
+// startProber runs a Prober of p until the end of the test.
+func startProber(t *testing.T, p *pool.Pool[client.ObjectKey, *Cluster], opts ProberOptions) {
+	t.Helper()
+	pr, err := NewProber(p, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- pr.Start(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
 }

@@ -75,11 +75,7 @@ func TestDialReachableCluster(t *testing.T) {
 // of failed dials; then Gets are rejected at once without dialing.
 func TestDeadClusterTrips(t *testing.T) {
 	needEnvtest(t)
-	proxy, err := faultproxy.New(workAddr(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxy.Close()
+	proxy := workProxy(t)
 	proxy.SetMode(faultproxy.Hold)
 	key := client.ObjectKey{Namespace: "fleet", Name: "dead"}
 	putKubeconfig(t, key, kubeconfig(t, proxy.Addr(), ""))
@@ -116,11 +112,7 @@ func TestDeadClusterTrips(t *testing.T) {
 // network heals.
 func TestProbeEvictsAndRecovers(t *testing.T) {
 	needEnvtest(t)
-	proxy, err := faultproxy.New(workAddr(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxy.Close()
+	proxy := workProxy(t)
 	key := client.ObjectKey{Namespace: "fleet", Name: "flapping"}
 	putKubeconfig(t, key, kubeconfig(t, proxy.Addr(), ""))
 	p, _ := newTestPool(t, DialerOptions{ReadyzTimeout: 300 * time.Millisecond}, pool.Options[client.ObjectKey, *Cluster]{
@@ -128,15 +120,8 @@ func TestProbeEvictsAndRecovers(t *testing.T) {
 		Breaker: breaker.Settings{OpenTimeout: 200 * time.Millisecond, MaxOpenTimeout: 400 * time.Millisecond},
 	})
 	ev := watchEvents(t, p)
-	pr, err := NewProber(p, ProberOptions{Interval: 50 * time.Millisecond, Timeout: 200 * time.Millisecond,
+	startProber(t, p, ProberOptions{Interval: 50 * time.Millisecond, Timeout: 200 * time.Millisecond,
 		Logger: funcr.New(func(prefix, args string) { t.Log(prefix, args) }, funcr.Options{Verbosity: 1})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	proberDone := make(chan error)
-	go func() { proberDone <- pr.Start(ctx) }()
-	defer func() { cancel(); <-proberDone }()
 
 	first := getEventually(t, p, key)
 	n := ev.waitFor(t, 0, key, connected(true), 30*time.Second)

@@ -41,14 +41,7 @@ func TestProbeUnauthorizedRedials(t *testing.T) {
 	if _, err := p.Get(context.Background(), key); err != nil {
 		t.Fatal(err)
 	}
-	pr, err := NewProber(p, ProberOptions{Interval: 20 * time.Millisecond, Timeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- pr.Start(ctx) }()
-	defer func() { cancel(); <-done }()
+	startProber(t, p, ProberOptions{Interval: 20 * time.Millisecond, Timeout: time.Second})
 
 	n := ev.waitFor(t, 0, key, connected(true), 10*time.Second)
 	status.Store(http.StatusUnauthorized)
