@@ -53,6 +53,21 @@ func (t *CCT[K, C]) Get(ctx context.Context, key K) (C, error) {
 	return c, nil
 }
 
+// Delete drops key's client, as CCT's health check does after too many
+// failed probes: the next Get dials again.
+func (t *CCT[K, C]) Delete(key K) {
+	t.mu.Lock()
+	delete(t.accessors, key)
+	t.mu.Unlock()
+}
+
+// Len returns the number of clients held.
+func (t *CCT[K, C]) Len() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return len(t.accessors)
+}
+
 func (t *CCT[K, C]) load(key K) (C, bool) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()

@@ -1,0 +1,89 @@
+// Command scenarios runs the controller simulation of package bench/sim:
+// every scenario with every strategy, one after the other in one process,
+// and prints one markdown table (and the headline ratios) to stdout.
+//
+//	go run ./bench/cmd/scenarios -json bench/results/scenarios.json
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"regexp"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/clusterpool/clusterpool/bench/sim"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "scenarios:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var cfg sim.Config
+	flag.Float64Var(&cfg.Scale, "scale", 0.01, "time-scale factor applied to every duration of the model")
+	flag.IntVar(&cfg.Workers, "workers", 10, "reconcile workers (MaxConcurrentReconciles)")
+	flag.Uint64Var(&cfg.Seed, "seed", 1, "seed of the fault layout and queue order")
+	only := flag.String("run", "", "regexp: run only the scenarios whose name matches")
+	strategies := flag.String("strategies", strings.Join(sim.Strategies(), ","), "comma-separated strategies")
+	out := flag.String("json", "", "write the results (and the run's settings) as JSON to this file")
+	flag.Parse()
+	re, err := regexp.Compile(*only)
+	if err != nil {
+		return fmt.Errorf("-run: %w", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+
+	start := time.Now()
+	var results []sim.Result
+	for _, sc := range sim.Scenarios() {
+		if !re.MatchString(sc.Name) {
+			continue
+		}
+		for _, s := range strings.Split(*strategies, ",") {
+			t := time.Now()
+			res, err := sim.Run(ctx, sc, s, cfg)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "%-10s dead=%3.0f%% %-22s %6.1fs wall\n", sc.Name, sc.Dead*100, s, time.Since(t).Seconds())
+			results = append(results, res)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+		}
+	}
+	wall := time.Since(start)
+	fmt.Printf("Scale %g (figures in unscaled seconds), %d workers, seed %d, %s, GOMAXPROCS %d; wall time %.0f s.\n\n",
+		cfg.Scale, cfg.Workers, cfg.Seed, runtime.Version(), runtime.GOMAXPROCS(0), wall.Seconds())
+	if err := sim.WriteTable(os.Stdout, results); err != nil {
+		return err
+	}
+	fmt.Println()
+	fmt.Print(sim.Headlines(results))
+	if *out == "" {
+		return nil
+	}
+	b, err := json.MarshalIndent(struct {
+		Scale    float64      `json:"scale"`
+		Workers  int          `json:"workers"`
+		Seed     uint64       `json:"seed"`
+		Go       string       `json:"go"`
+		Procs    int          `json:"gomaxprocs"`
+		WallSecs float64      `json:"wall_seconds"`
+		Results  []sim.Result `json:"results"`
+	}{cfg.Scale, cfg.Workers, cfg.Seed, runtime.Version(), runtime.GOMAXPROCS(0), wall.Seconds(), results}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(*out, append(b, '\n'), 0o644)
+}

@@ -1,0 +1,183 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Result is one strategy's figures on one scenario. Times are unscaled
+// seconds; -1 means "not reached within the run".
+type Result struct {
+	Scenario string  `json:"scenario"`
+	Strategy string  `json:"strategy"`
+	Clusters int     `json:"clusters"`
+	Objects  int     `json:"objects_per_cluster"`
+	Dead     float64 `json:"dead_fraction"`
+	Flap     float64 `json:"flap_fraction"`
+	Seconds  float64 `json:"run_seconds"`
+
+	// AllReconciled: until every measured object reconciled successfully once.
+	AllReconciled float64 `json:"all_reconciled_s"`
+	// HealthyPerSec: successful reconciles of healthy clusters' objects per
+	// second over the run; SteadyPerSec over its second half.
+	HealthyPerSec float64 `json:"healthy_per_s"`
+	SteadyPerSec  float64 `json:"steady_healthy_per_s,omitempty"`
+	Reconciles    int     `json:"reconciles"`
+	MeanMs        float64 `json:"mean_ms"`
+	P50Ms         float64 `json:"p50_ms"`
+	P99Ms         float64 `json:"p99_ms"`
+	// BlockedWorkerSeconds: worker time spent in Get, or hung in calls to an
+	// unreachable cluster.
+	BlockedWorkerSeconds float64 `json:"blocked_worker_s"`
+	Requeues             int     `json:"requeues"`
+	Errors               int     `json:"errors"`
+	Dials                int64   `json:"dials"`
+	Probes               int64   `json:"probes"`
+	Clients              int     `json:"clients_at_end"`
+	// RecoveryFirst / RecoveryAll: from the dead clusters' recovery until the
+	// first of their objects, and until all of them, reconciled again
+	// (mean over the clusters, and max).
+	RecoveryFirst float64 `json:"recovery_first_s,omitempty"`
+	RecoveryAll   float64 `json:"recovery_all_s,omitempty"`
+	// BytesPerCluster and Goroutines: heap plus stacks added per cluster,
+	// and goroutines added, once every cluster connected (scenario 5).
+	BytesPerCluster float64 `json:"bytes_per_cluster,omitempty"`
+	Goroutines      int     `json:"goroutines,omitempty"`
+}
+
+func (r *run) result(strategy string, elapsed time.Duration, clients int, mem memSample) Result {
+	sc := r.sc
+	res := Result{Scenario: sc.Name, Strategy: strategy, Clusters: sc.Clusters, Objects: sc.Objects,
+		Dead: sc.Dead, Flap: sc.Flap, Seconds: elapsed.Seconds(), AllReconciled: -1,
+		Dials: r.w.dials.Load(), Probes: r.w.probes.Load(), Clients: clients}
+	var all []time.Duration
+	var healthy, steady int
+	for _, st := range r.stats {
+		all = append(all, st.durations...)
+		healthy += st.healthyOK
+		steady += st.steadyOK
+		res.BlockedWorkerSeconds += st.blocked.Seconds()
+		res.Requeues += st.requeues
+		res.Errors += st.errors
+	}
+	res.Reconciles = len(all)
+	res.HealthyPerSec = float64(healthy) / elapsed.Seconds()
+	if sc.Saturate {
+		res.SteadyPerSec = float64(steady) / (elapsed - sc.Duration/2).Seconds()
+	}
+	if len(all) > 0 {
+		slices.Sort(all)
+		var sum time.Duration
+		for _, d := range all {
+			sum += d
+		}
+		res.MeanMs = ms(sum / time.Duration(len(all)))
+		res.P50Ms = ms(all[len(all)/2])
+		res.P99Ms = ms(all[min(len(all)-1, len(all)*99/100)])
+	}
+	if r.pending.Load() == 0 {
+		var last int64
+		for i := range r.firstOK {
+			last = max(last, r.firstOK[i].Load())
+		}
+		res.AllReconciled = time.Duration(last - 1).Seconds()
+	}
+	if sc.RecoverAt > 0 {
+		res.RecoveryFirst, res.RecoveryAll = r.recovery()
+	}
+	if sc.Memory {
+		res.BytesPerCluster = float64(mem.bytes) / float64(sc.Clusters)
+		res.Goroutines = mem.goroutines
+	}
+	return res
+}
+
+// recovery returns the mean over recovering clusters of the time from
+// RecoverAt to their first object's success, and the latest success of all
+// their objects; -1 if some object never succeeded.
+func (r *run) recovery() (first, all float64) {
+	var sum float64
+	n := 0
+	for c, f := range r.w.faults {
+		if f != Dead {
+			continue
+		}
+		earliest, latest := int64(math.MaxInt64), int64(0)
+		for j := range r.sc.Objects {
+			v := r.firstOK[c*r.sc.Objects+j].Load()
+			if v == 0 {
+				return -1, -1
+			}
+			earliest, latest = min(earliest, v-1), max(latest, v-1)
+		}
+		sum += (time.Duration(earliest) - r.sc.RecoverAt).Seconds()
+		all = max(all, (time.Duration(latest) - r.sc.RecoverAt).Seconds())
+		n++
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	return sum / float64(n), all
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// WriteTable prints results as one markdown table.
+func WriteTable(w io.Writer, results []Result) error {
+	cols := []string{"scenario", "strategy", "clusters", "dead", "all reconciled", "healthy/s",
+		"steady/s", "mean ms", "p50 ms", "p99 ms", "blocked worker-s", "requeues", "errors",
+		"dials", "recovery first/all s", "bytes/cluster", "goroutines"}
+	var b strings.Builder
+	b.WriteString("| " + strings.Join(cols, " | ") + " |\n|")
+	for range cols {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	for _, r := range results {
+		row := []string{r.Scenario, r.Strategy, fmt.Sprint(r.Clusters), pct(r.Dead + r.Flap),
+			secs(r.AllReconciled, r.Seconds), fmt.Sprintf("%.1f", r.HealthyPerSec), opt(r.SteadyPerSec, "%.1f"),
+			fmt.Sprintf("%.0f", r.MeanMs), fmt.Sprintf("%.0f", r.P50Ms), fmt.Sprintf("%.0f", r.P99Ms),
+			fmt.Sprintf("%.0f", r.BlockedWorkerSeconds), fmt.Sprint(r.Requeues), fmt.Sprint(r.Errors),
+			fmt.Sprint(r.Dials), recov(r), opt(r.BytesPerCluster, "%.0f"), optInt(r.Goroutines, r.BytesPerCluster != 0)}
+		b.WriteString("| " + strings.Join(row, " | ") + " |\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func pct(f float64) string { return fmt.Sprintf("%.0f%%", f*100) }
+
+func secs(v, run float64) string {
+	if v < 0 {
+		return fmt.Sprintf("> %.0f s", run)
+	}
+	return fmt.Sprintf("%.1f s", v)
+}
+
+func opt(v float64, format string) string {
+	if v == 0 {
+		return ""
+	}
+	return fmt.Sprintf(format, v)
+}
+
+func optInt(v int, show bool) string {
+	if !show {
+		return ""
+	}
+	return fmt.Sprint(v)
+}
+
+func recov(r Result) string {
+	if r.RecoveryFirst == 0 && r.RecoveryAll == 0 {
+		return ""
+	}
+	if r.RecoveryFirst < 0 {
+		return "never"
+	}
+	return fmt.Sprintf("%.1f / %.1f", r.RecoveryFirst, r.RecoveryAll)
+}
