@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"golang.org/x/sync/semaphore"
+
 	"github.com/clusterpool/clusterpool/breaker"
 	"github.com/clusterpool/clusterpool/tracing"
 )
@@ -33,7 +35,8 @@ func (p *Pool[K, C]) startDialLocked(e *entry[K, C]) (*call[C], error) {
 // newCallLocked registers a new dial of e as e.call and starts its span.
 func (p *Pool[K, C]) newCallLocked(e *entry[K, C], probe bool) *call[C] {
 	ctx, cancel := context.WithCancel(p.ctx)
-	c := &call[C]{done: make(chan struct{}), gen: e.gen, cancel: cancel}
+	c := &call[C]{done: make(chan struct{}), gen: e.gen, cancel: cancel, queued: make(chan struct{}),
+		suspect: probe || e.brk.Snapshot().ConsecutiveFailures > 0}
 	c.ctx, c.span = p.rec.StartDial(ctx, e.name, probe)
 	e.call = c
 	e.running++
@@ -68,14 +71,21 @@ func (p *Pool[K, C]) runDial(e *entry[K, C], c *call[C], ticket breaker.Ticket) 
 	c.cancel()
 }
 
-// dialWithPermits calls the dialer holding both semaphores. A nil error
-// means client is valid.
+// dialWithPermits calls the dialer holding e's permit, for a suspect dial a
+// permit of the suspect lane, and a pool-wide permit. A nil error means
+// client is valid.
 func (p *Pool[K, C]) dialWithPermits(e *entry[K, C], c *call[C]) (client C, err error) {
 	if err := e.sem.Acquire(c.ctx, 1); err != nil {
 		return client, err
 	}
 	defer e.sem.Release(1)
-	if err := p.total.Acquire(c.ctx, 1); err != nil {
+	if c.suspect {
+		if err := acquirePooled(c, p.suspect); err != nil {
+			return client, err
+		}
+		defer p.suspect.Release(1)
+	}
+	if err := acquirePooled(c, p.total); err != nil {
 		return client, err
 	}
 	defer p.total.Release(1)
@@ -85,6 +95,16 @@ func (p *Pool[K, C]) dialWithPermits(e *entry[K, C], c *call[C]) (client C, err 
 		c.deadline.Store(d.UnixNano())
 	}
 	return p.safeDial(ctx, e.key)
+}
+
+// acquirePooled takes one permit of a pool-wide semaphore for c, first
+// telling c's waiters when it has to queue for it.
+func acquirePooled[C any](c *call[C], s *semaphore.Weighted) error {
+	if s.TryAcquire(1) {
+		return nil
+	}
+	c.markQueued()
+	return s.Acquire(c.ctx, 1)
 }
 
 // safeDial calls the dialer, turning a panic into an ErrDialPanic error.

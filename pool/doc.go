@@ -14,6 +14,12 @@
 //     returned yet, and its successor) never exceed Options.MaxConcurrentDials,
 //     and dials across the pool never exceed Options.MaxTotalDials. Both are
 //     x/sync weighted semaphores (FIFO).
+//   - Suspect dials (of clusters whose last dial or reported use failed, and
+//     half-open probes) hold at most half of MaxTotalDials (at least one): a
+//     fleet of hanging clusters cannot starve the first dials of the others.
+//   - A Get waits only for a dial that runs or is about to: once the dial
+//     has to queue for a pool-wide permit, its waiters get ErrWaitTimeout at
+//     once instead of spending their bound behind other clusters' dials.
 //   - A dial runs under the pool's context and Options.DialTimeout, never
 //     under a caller's context: a caller giving up never aborts a dial that
 //     others wait for, and a dial that lands after every caller left is still

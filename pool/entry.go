@@ -71,6 +71,24 @@ type call[C any] struct {
 	cancel   context.CancelFunc
 	span     trace.Span
 	deadline atomic.Int64 // UnixNano when the dialer's deadline passes; 0 while queued
+
+	// suspect: the cluster failed its last dial or use, or this is the
+	// half-open probe; the dial takes a permit of Pool.suspect too.
+	suspect bool
+	// queued is closed when the dial has to wait for a pool-wide permit;
+	// waiters stop waiting for it then. isQueued is owned by the dial's
+	// goroutine.
+	queued   chan struct{}
+	isQueued bool
+}
+
+// markQueued wakes the call's waiters: it cannot start soon. Called only by
+// the dial's goroutine.
+func (c *call[C]) markQueued() {
+	if !c.isQueued {
+		c.isQueued = true
+		close(c.queued)
+	}
 }
 
 // retryAt is when the call is sure to have ended: its deadline once the

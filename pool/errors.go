@@ -43,8 +43,13 @@ type Error struct {
 	// Cause is the underlying error: the dialer's, or the caller's context
 	// error for a wait bounded by its deadline. May be nil.
 	Cause error
-	// RetryAt is when the caller should come back; zero if there is no hint.
+	// RetryAt is when the caller should come back, as known when the error
+	// was made; zero if there is no hint. RetryAfter is more precise.
 	RetryAt time.Time
+
+	// retryAt, if set, is the up-to-date RetryAt: for the rejection of a
+	// half-open breaker, whose probe may wait for a permit past RetryAt.
+	retryAt func() time.Time
 }
 
 // Error returns "<kind>: cluster <name>[: <cause>]".
@@ -67,7 +72,8 @@ const minRetryAfter = time.Millisecond
 
 // RetryAfter reports how long the caller should wait before asking again,
 // for a reconciler's RequeueAfter: for ErrCircuitOpen the time to the next
-// probe (while the probe is out, the time until its deadline), for
+// probe (while the probe is out, the time until its deadline, or a whole
+// DialTimeout while it waits for a permit), for
 // ErrWaitTimeout the time left until the dial in flight hits its
 // deadline, and for an ErrDialFailed that opened the breaker the time to the
 // first probe. The duration is at least 1ms. It reports false for errors with
@@ -77,5 +83,9 @@ func RetryAfter(err error) (time.Duration, bool) {
 	if !errors.As(err, &pe) || pe.RetryAt.IsZero() {
 		return 0, false
 	}
-	return max(time.Until(pe.RetryAt), minRetryAfter), true
+	at := pe.RetryAt
+	if pe.retryAt != nil {
+		at = pe.retryAt()
+	}
+	return max(time.Until(at), minRetryAfter), true
 }

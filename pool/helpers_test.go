@@ -159,6 +159,11 @@ func checkNoPermitLeak(t *testing.T, p *Pool[string, *client], clusters ...*sema
 	} else {
 		p.total.Release(p.opts.MaxTotalDials)
 	}
+	if n := suspectPermits(p.opts.MaxTotalDials); !p.suspect.TryAcquire(n) {
+		t.Error("suspect-lane semaphore: permits leaked")
+	} else {
+		p.suspect.Release(n)
+	}
 	for i, s := range clusters {
 		if !s.TryAcquire(p.opts.MaxConcurrentDials) {
 			t.Errorf("cluster semaphore %d: permits leaked", i)

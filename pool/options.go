@@ -38,7 +38,9 @@ type Options[K comparable, C any] struct {
 
 	// MaxTotalDials is the weight of the pool-wide semaphore: how many dials
 	// may run at once across all clusters. Zero means 16. It must not be
-	// below MaxConcurrentDials.
+	// below MaxConcurrentDials. Dials of clusters that failed their last
+	// dial or reported use, and half-open probes, hold at most half of it
+	// (at least one). A Get does not wait for a dial queued for a permit.
 	MaxTotalDials int64
 
 	// Breaker configures each cluster's circuit breaker; see

@@ -27,7 +27,8 @@ type Pool[K comparable, C any] struct {
 	rec  *tracing.Recorder
 
 	entries sync.Map // K -> *entry[K, C]
-	total   *semaphore.Weighted
+	total   *semaphore.Weighted // MaxTotalDials
+	suspect *semaphore.Weighted // suspectPermits(MaxTotalDials): dials of failing clusters and probes
 
 	ctx     context.Context // parent of every dial; canceled by Close
 	cancel  context.CancelFunc
@@ -62,6 +63,7 @@ func New[K comparable, C any](dial DialFunc[K, C], opts Options[K, C]) (*Pool[K,
 		opts:    opts,
 		rec:     rec,
 		total:   semaphore.NewWeighted(opts.MaxTotalDials),
+		suspect: semaphore.NewWeighted(suspectPermits(opts.MaxTotalDials)),
 		ctx:     ctx,
 		cancel:  cancel,
 		closing: make(chan struct{}),
@@ -69,10 +71,17 @@ func New[K comparable, C any](dial DialFunc[K, C], opts Options[K, C]) (*Pool[K,
 	}, nil
 }
 
+// suspectPermits is how many pool-wide permits dials of failing clusters
+// and half-open probes may hold at once: half of them, at least one.
+func suspectPermits(total int64) int64 { return max(1, total/2) }
+
 // Get returns the client for key. A connected cluster's client is returned
 // at once, with no lock, allocation or span. Otherwise Get starts a dial or
 // joins the one in flight and waits for it at most the wait bound (MaxWait,
 // halved per consecutive failure) or until ctx is done, whichever is first.
+// It does not wait for a dial that has to queue for a pool-wide permit
+// (Options.MaxTotalDials): it returns ErrWaitTimeout once the dial queues,
+// and the Connected event tells when the client is there.
 //
 // Errors: ErrWaitTimeout (the dial goes on), ErrCircuitOpen, ErrDialFailed,
 // ErrClosed, ErrRemoved, or ctx.Err() when ctx is canceled.
@@ -149,6 +158,10 @@ func (p *Pool[K, C]) wait(ctx context.Context, e *entry[K, C]) (client C, o trac
 	bound := p.waitBoundLocked(e)
 	e.mu.Unlock()
 	dial = call.span.SpanContext()
+	queued := call.queued
+	if call.deadline.Load() != 0 {
+		queued = nil // the dialer runs: wait for it
+	}
 
 	timer := time.NewTimer(bound)
 	defer timer.Stop()
@@ -160,6 +173,8 @@ func (p *Pool[K, C]) wait(ctx context.Context, e *entry[K, C]) (client C, o trac
 		return call.client, tracing.Acquired, dial, nil
 	case <-timer.C:
 		return zero, tracing.Timeout, dial, &Error{Kind: ErrWaitTimeout, Cluster: e.name, RetryAt: call.retryAt(p.opts.DialTimeout)}
+	case <-queued:
+		return zero, tracing.Queued, dial, &Error{Kind: ErrWaitTimeout, Cluster: e.name, RetryAt: call.retryAt(p.opts.DialTimeout)}
 	case <-ctx.Done():
 		return zero, p.ctxOutcome(ctx.Err()), dial, p.ctxError(e, ctx.Err(), call.retryAt(p.opts.DialTimeout))
 	case <-p.closing:

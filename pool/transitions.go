@@ -18,7 +18,15 @@ func (p *Pool[K, C]) applyLocked(e *entry[K, C], tr breaker.Transition, span tra
 	p.rec.Transition(span, e.name, tr.From.String(), tr.To.String(), tr.OpenFor)
 	switch tr.To {
 	case breaker.StateOpen:
-		e.reject.Store(&Error{Kind: ErrCircuitOpen, Cluster: e.name, RetryAt: tr.At.Add(tr.OpenFor)})
+		// Once the open period is over the probe is due: come back after
+		// its DialTimeout, not every millisecond until its timer has run.
+		until, timeout := tr.At.Add(tr.OpenFor), p.opts.DialTimeout
+		e.reject.Store(&Error{Kind: ErrCircuitOpen, Cluster: e.name, RetryAt: until, retryAt: func() time.Time {
+			if now := time.Now(); now.After(until) {
+				return now.Add(timeout)
+			}
+			return until
+		}})
 		if c := e.client.Swap(nil); c != nil {
 			toClose = append(toClose, *c)
 			p.publishLocked(e, Disconnected, tr.At)
@@ -27,8 +35,15 @@ func (p *Pool[K, C]) applyLocked(e *entry[K, C], tr breaker.Transition, span tra
 		p.scheduleProbeLocked(e, tr.OpenFor)
 	case breaker.StateHalfOpen:
 		// Callers are still rejected; they should come back once the probe
-		// has surely ended, not in a busy loop (its success is announced).
-		e.reject.Store(&Error{Kind: ErrCircuitOpen, Cluster: e.name, RetryAt: tr.At.Add(p.opts.DialTimeout)})
+		// has surely ended, not in a busy loop (its success is announced):
+		// at its deadline, which is later than At+DialTimeout if the probe
+		// queues for a permit.
+		rej := &Error{Kind: ErrCircuitOpen, Cluster: e.name, RetryAt: tr.At.Add(p.opts.DialTimeout)}
+		if c := e.call; c != nil {
+			timeout := p.opts.DialTimeout
+			rej.retryAt = func() time.Time { return c.retryAt(timeout) }
+		}
+		e.reject.Store(rej)
 		p.publishLocked(e, BreakerHalfOpen, tr.At)
 	case breaker.StateClosed:
 		e.reject.Store(nil)

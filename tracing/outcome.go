@@ -19,13 +19,16 @@ const (
 	Failed
 	// Removed: the cluster was removed from the pool during the wait.
 	Removed
+	// Queued: the dial had to queue for a pool-wide permit
+	// (Options.MaxTotalDials), so the caller did not wait for it.
+	Queued
 	numOutcomes
 )
 
-var outcomeNames = [numOutcomes]string{"acquired", "timeout", "canceled", "rejected", "closed", "failed", "removed"}
+var outcomeNames = [numOutcomes]string{"acquired", "timeout", "canceled", "rejected", "closed", "failed", "removed", "queued"}
 
 // String returns the attribute value: "acquired", "timeout", "canceled",
-// "rejected", "closed", "failed" or "removed".
+// "rejected", "closed", "failed", "removed" or "queued".
 func (o Outcome) String() string {
 	if o < numOutcomes {
 		return outcomeNames[o]

@@ -45,8 +45,8 @@ func Headlines(results []Result) string {
 	}
 	for _, r := range results {
 		if r.Scenario == "3-recovery" {
-			fmt.Fprintf(&b, "- 3-recovery after %.0f s down, %s: first object %s, all objects %s\n",
-				r.Seconds-600, r.Strategy, secsOrNever(r.RecoveryFirst), secsOrNever(r.RecoveryAll))
+			fmt.Fprintf(&b, "- 3-recovery after %.0f–%.0f s down, %s: all objects of a cluster reconciled again %s after it came back (mean; max %s)\n",
+				r.Down, r.Down+RecoverSpread.Seconds(), r.Strategy, secsOrNever(r.RecoveryMean), secsOrNever(r.RecoveryMax))
 		}
 	}
 	return b.String()

@@ -3,7 +3,6 @@ package sim
 import (
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -19,6 +18,9 @@ type Result struct {
 	Dead     float64 `json:"dead_fraction"`
 	Flap     float64 `json:"flap_fraction"`
 	Seconds  float64 `json:"run_seconds"`
+	// Down is how long the dead clusters of a recovery scenario were down
+	// at least (Scenario.RecoverAt).
+	Down float64 `json:"down_s,omitempty"`
 
 	// AllReconciled: until every measured object reconciled successfully once.
 	AllReconciled float64 `json:"all_reconciled_s"`
@@ -38,11 +40,11 @@ type Result struct {
 	Dials                int64   `json:"dials"`
 	Probes               int64   `json:"probes"`
 	Clients              int     `json:"clients_at_end"`
-	// RecoveryFirst / RecoveryAll: from the dead clusters' recovery until the
-	// first of their objects, and until all of them, reconciled again
-	// (mean over the clusters, and max).
-	RecoveryFirst float64 `json:"recovery_first_s,omitempty"`
-	RecoveryAll   float64 `json:"recovery_all_s,omitempty"`
+	// RecoveryMean / RecoveryMax: from a dead cluster's recovery until all
+	// its objects reconciled successfully again, mean and max over the
+	// recovering clusters.
+	RecoveryMean float64 `json:"recovery_mean_s,omitempty"`
+	RecoveryMax  float64 `json:"recovery_max_s,omitempty"`
 	// BytesPerCluster and Goroutines: heap plus stacks added per cluster,
 	// and goroutines added, once every cluster connected (scenario 5).
 	BytesPerCluster float64 `json:"bytes_per_cluster,omitempty"`
@@ -52,7 +54,7 @@ type Result struct {
 func (r *run) result(strategy string, elapsed time.Duration, clients int, mem memSample) Result {
 	sc := r.sc
 	res := Result{Scenario: sc.Name, Strategy: strategy, Clusters: sc.Clusters, Objects: sc.Objects,
-		Dead: sc.Dead, Flap: sc.Flap, Seconds: elapsed.Seconds(), AllReconciled: -1,
+		Dead: sc.Dead, Flap: sc.Flap, Seconds: elapsed.Seconds(), Down: sc.RecoverAt.Seconds(), AllReconciled: -1,
 		Dials: r.w.dials.Load(), Probes: r.w.probes.Load(), Clients: clients}
 	var all []time.Duration
 	var healthy, steady int
@@ -87,7 +89,7 @@ func (r *run) result(strategy string, elapsed time.Duration, clients int, mem me
 		res.AllReconciled = time.Duration(last - 1).Seconds()
 	}
 	if sc.RecoverAt > 0 {
-		res.RecoveryFirst, res.RecoveryAll = r.recovery()
+		res.RecoveryMean, res.RecoveryMax = r.recovery()
 	}
 	if sc.Memory {
 		res.BytesPerCluster = float64(mem.bytes) / float64(sc.Clusters)
@@ -96,32 +98,33 @@ func (r *run) result(strategy string, elapsed time.Duration, clients int, mem me
 	return res
 }
 
-// recovery returns the mean over recovering clusters of the time from
-// RecoverAt to their first object's success, and the latest success of all
-// their objects; -1 if some object never succeeded.
-func (r *run) recovery() (first, all float64) {
+// recovery returns the mean and the maximum over recovering clusters of the
+// time from a cluster's recovery until every object of it reconciled
+// successfully; -1 if some object never did.
+func (r *run) recovery() (mean, worst float64) {
 	var sum float64
 	n := 0
 	for c, f := range r.w.faults {
 		if f != Dead {
 			continue
 		}
-		earliest, latest := int64(math.MaxInt64), int64(0)
+		var latest int64
 		for j := range r.sc.Objects {
 			v := r.firstOK[c*r.sc.Objects+j].Load()
 			if v == 0 {
 				return -1, -1
 			}
-			earliest, latest = min(earliest, v-1), max(latest, v-1)
+			latest = max(latest, v-1)
 		}
-		sum += (time.Duration(earliest) - r.sc.RecoverAt).Seconds()
-		all = max(all, (time.Duration(latest) - r.sc.RecoverAt).Seconds())
+		d := (time.Duration(latest) - r.w.RecoveredAt(c)).Seconds()
+		sum += d
+		worst = max(worst, d)
 		n++
 	}
 	if n == 0 {
 		return 0, 0
 	}
-	return sum / float64(n), all
+	return sum / float64(n), worst
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -130,7 +133,7 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 func WriteTable(w io.Writer, results []Result) error {
 	cols := []string{"scenario", "strategy", "clusters", "dead", "all reconciled", "healthy/s",
 		"steady/s", "mean ms", "p50 ms", "p99 ms", "blocked worker-s", "requeues", "errors",
-		"dials", "recovery first/all s", "bytes/cluster", "goroutines"}
+		"dials", "recovery mean/max s", "bytes/cluster", "goroutines"}
 	var b strings.Builder
 	b.WriteString("| " + strings.Join(cols, " | ") + " |\n|")
 	for range cols {
@@ -173,11 +176,11 @@ func optInt(v int, show bool) string {
 }
 
 func recov(r Result) string {
-	if r.RecoveryFirst == 0 && r.RecoveryAll == 0 {
+	if r.RecoveryMean == 0 && r.RecoveryMax == 0 {
 		return ""
 	}
-	if r.RecoveryFirst < 0 {
+	if r.RecoveryMean < 0 {
 		return "never"
 	}
-	return fmt.Sprintf("%.1f / %.1f", r.RecoveryFirst, r.RecoveryAll)
+	return fmt.Sprintf("%.1f / %.1f", r.RecoveryMean, r.RecoveryMax)
 }

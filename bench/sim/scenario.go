@@ -14,8 +14,8 @@ type Scenario struct {
 	Dead, Flap float64
 	// FlapPeriod is how long a flapping cluster stays up, then down.
 	FlapPeriod time.Duration
-	// RecoverAt makes the Dead clusters reachable from then on; zero means
-	// never.
+	// RecoverAt makes each Dead cluster reachable from a time drawn from
+	// [RecoverAt, RecoverAt+RecoverSpread) on; zero means never.
 	RecoverAt time.Duration
 	// Duration is how long the run lasts; with Saturate unset, the run ends
 	// earlier once every object to be measured reconciled once.
@@ -44,8 +44,8 @@ func Scenarios() []Scenario {
 			Duration: 10 * time.Minute, Saturate: true})
 	}
 	for _, at := range []time.Duration{2 * time.Minute, 10 * time.Minute} {
-		s = append(s, Scenario{Name: "3-recovery", Clusters: 100, Objects: 20, Dead: 0.1,
-			RecoverAt: at, Duration: at + 10*time.Minute})
+		s = append(s, Scenario{Name: "3-recovery", Clusters: 100, Objects: 20, Dead: 0.2,
+			RecoverAt: at, Duration: at + RecoverSpread + 10*time.Minute})
 	}
 	s = append(s,
 		Scenario{Name: "4-flapping", Clusters: 100, Objects: 20, Flap: 0.1, FlapPeriod: 30 * time.Second,

@@ -38,8 +38,8 @@ type Fault uint8
 const (
 	// Healthy clusters are always reachable.
 	Healthy Fault = iota
-	// Dead clusters hang every connection until its timeout, until the
-	// world's RecoverAt (if any).
+	// Dead clusters hang every connection until its timeout, until their
+	// recovery time (if any).
 	Dead
 	// Flapping clusters alternate FlapPeriod up and FlapPeriod down, each
 	// with its own phase.
@@ -53,25 +53,33 @@ type World struct {
 	scale      float64
 	start      time.Time
 	faults     []Fault
-	phase      []time.Duration
-	recoverAt  time.Duration
+	phase      []time.Duration // of Flapping clusters
+	recoverAt  []time.Duration // of Dead clusters; 0 means never
 	flapPeriod time.Duration
 
 	dials  atomic.Int64
 	probes atomic.Int64
 }
 
+// RecoverSpread: a Dead cluster of a scenario with RecoverAt becomes
+// reachable at a time drawn uniformly from [RecoverAt, RecoverAt+RecoverSpread),
+// so that no strategy's fixed retry period lines up with the recovery.
+const RecoverSpread = time.Minute
+
 // newWorld lays out n clusters: the first dead·n of a seeded permutation
 // are Dead, the next flap·n Flapping, the rest Healthy.
 func newWorld(n int, dead, flap float64, recoverAt, flapPeriod time.Duration, scale float64, seed uint64) *World {
 	r := rand.New(rand.NewPCG(seed, 1))
 	w := &World{scale: scale, faults: make([]Fault, n), phase: make([]time.Duration, n),
-		recoverAt: recoverAt, flapPeriod: flapPeriod}
+		recoverAt: make([]time.Duration, n), flapPeriod: flapPeriod}
 	nd, nf := int(dead*float64(n)+0.5), int(flap*float64(n)+0.5)
 	for i, c := range r.Perm(n) {
 		switch {
 		case i < nd:
 			w.faults[c] = Dead
+			if recoverAt > 0 {
+				w.recoverAt[c] = recoverAt + time.Duration(r.Int64N(int64(RecoverSpread)))
+			}
 		case i < nd+nf:
 			w.faults[c] = Flapping
 			// Up first for a random part of the period, so flapping
@@ -88,6 +96,9 @@ func (w *World) Scaled(d time.Duration) time.Duration { return time.Duration(flo
 // Now is the unscaled time since the world started.
 func (w *World) Now() time.Duration { return time.Duration(float64(time.Since(w.start)) / w.scale) }
 
+// RecoveredAt returns when Dead cluster c becomes reachable; 0 means never.
+func (w *World) RecoveredAt(c int) time.Duration { return w.recoverAt[c] }
+
 // Fault returns cluster c's fault.
 func (w *World) Fault(c int) Fault { return w.faults[c] }
 
@@ -95,7 +106,7 @@ func (w *World) Fault(c int) Fault { return w.faults[c] }
 func (w *World) Reachable(c int) bool {
 	switch w.faults[c] {
 	case Dead:
-		return w.recoverAt > 0 && w.Now() >= w.recoverAt
+		return w.recoverAt[c] > 0 && w.Now() >= w.recoverAt[c]
 	case Flapping:
 		// up during [0, period-phase), then down for a period, and so on
 		t := w.Now() + w.phase[c]

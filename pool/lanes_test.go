@@ -1,0 +1,162 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/clusterpool/clusterpool/breaker"
+)
+
+// A Get does not spend its bound on a dial queued behind MaxTotalDials: it
+// returns ErrWaitTimeout at once, and the Connected event follows when the
+// dial lands.
+func TestQueuedDialIsNotWaitedFor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		p := newPool(t, f, Options[string, *client]{MaxTotalDials: 1})
+		ev := subscribe(t.Context(), p)
+		a := getAsync(context.Background(), p, "a")
+		synctest.Wait()
+		start := time.Now()
+		r := <-getAsync(context.Background(), p, "b")
+		if !errors.Is(r.err, ErrWaitTimeout) || r.at.Sub(start) != 0 {
+			t.Fatalf("Get(b) behind a's dial: %v after %v, want ErrWaitTimeout at once", r.err, r.at.Sub(start))
+		}
+		if d, ok := RetryAfter(r.err); !ok || d != DefaultDialTimeout {
+			t.Errorf("RetryAfter=%v,%v want the whole DialTimeout while queued", d, ok)
+		}
+		f.next(t).succeed() // a
+		if r := <-a; r.err != nil {
+			t.Fatalf("Get(a): %v", r.err)
+		}
+		synctest.Wait()
+		b := f.next(t) // b's dial got the permit
+		if b.key != "b" {
+			t.Fatalf("dial of %s, want b", b.key)
+		}
+		// Now b's dial runs: a Get waits for it again.
+		res := getAsync(context.Background(), p, "b")
+		synctest.Wait()
+		b.succeed()
+		if r := <-res; r.err != nil || r.at.Sub(start) != 0 {
+			t.Fatalf("Get(b) joining a running dial: %v after %v", r.err, r.at.Sub(start))
+		}
+		synctest.Wait()
+		if got := ev.types(); len(got) != 2 || got[0] != Connected || got[1] != Connected {
+			t.Errorf("events %v, want Connected for a and b", got)
+		}
+	})
+}
+
+// Dials of clusters that failed hold at most half of MaxTotalDials, so
+// first dials of other clusters still start at once.
+func TestSuspectDialsHoldHalfThePermits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		p := newPool(t, f, Options[string, *client]{MaxTotalDials: 4})
+		failing := []string{"a", "b", "c"}
+		for _, k := range failing { // one failure each: closed, but suspect
+			res := getAsync(context.Background(), p, k)
+			synctest.Wait()
+			f.next(t).fail(errRefused)
+			if r := <-res; !errors.Is(r.err, ErrDialFailed) {
+				t.Fatalf("Get(%s): %v, want ErrDialFailed", k, r.err)
+			}
+		}
+		synctest.Wait()
+		dials := f.n.Load()
+		for _, k := range failing {
+			getAsync(context.Background(), p, k)
+			synctest.Wait()
+		}
+		if n := f.n.Load() - dials; n != 2 {
+			t.Fatalf("suspect dials running=%d, want half of MaxTotalDials=2", n)
+		}
+		for _, k := range []string{"d", "e"} {
+			getAsync(context.Background(), p, k)
+			synctest.Wait()
+		}
+		if n := f.n.Load() - dials; n != 4 {
+			t.Fatalf("dials running=%d, want 2 suspect + 2 first dials", n)
+		}
+		running := map[string]*dialReq{}
+		for range 4 {
+			r := f.next(t)
+			running[r.key] = r
+		}
+		if running["c"] != nil || running["d"] == nil || running["e"] == nil {
+			t.Fatalf("running %v, want a, b, d, e (c queued in the suspect lane)", keys(running))
+		}
+		running["a"].succeed()
+		synctest.Wait()
+		if c := f.next(t); c.key != "c" {
+			t.Fatalf("after a's dial: %s, want c", c.key)
+		} else {
+			c.succeed()
+		}
+		for _, k := range []string{"b", "d", "e"} {
+			running[k].succeed()
+		}
+		synctest.Wait()
+	})
+}
+
+func keys(m map[string]*dialReq) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	return ks
+}
+
+// A half-open probe that queues for a permit past At+DialTimeout keeps its
+// rejections' RetryAfter in the future: callers never busy-loop at 1ms.
+func TestQueuedProbeRetryAfter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		p := newPool(t, f, Options[string, *client]{MaxTotalDials: 1,
+			Breaker: breaker.Settings{ConsecutiveFailures: 1, OpenTimeout: time.Second, DisableJitter: true}})
+		res := getAsync(context.Background(), p, "a")
+		synctest.Wait()
+		f.next(t).fail(errRefused) // a opens for 1s
+		<-res
+		getAsync(context.Background(), p, "b") // holds the only permit until its deadline
+		synctest.Wait()
+		getAsync(context.Background(), p, "c") // queued next
+		synctest.Wait()
+		time.Sleep(time.Second) // a's probe is due, and queues behind c
+		synctest.Wait()
+		time.Sleep(DefaultDialTimeout) // b timed out, c runs, the probe still waits
+		synctest.Wait()
+		_, err := p.Get(context.Background(), "a")
+		if d, ok := RetryAfter(err); !errors.Is(err, ErrCircuitOpen) || !ok || d != DefaultDialTimeout {
+			t.Fatalf("Get(a) while its probe queues: %v, RetryAfter %v,%v; want ErrCircuitOpen after DialTimeout", err, d, ok)
+		}
+		if b := f.next(t); b.key != "b" || b.ctx.Err() == nil {
+			t.Fatalf("first dial %s (ctx %v), want b, timed out", b.key, b.ctx.Err())
+		}
+		if c := f.next(t); c.key != "c" {
+			t.Fatalf("running %s, want c", c.key)
+		} else {
+			c.succeed()
+		}
+		synctest.Wait()
+		probe := f.next(t)
+		if probe.key != "a" {
+			t.Fatalf("running %s, want a's probe", probe.key)
+		}
+		time.Sleep(time.Second)
+		_, err = p.Get(context.Background(), "a")
+		if d, _ := RetryAfter(err); d != DefaultDialTimeout-time.Second {
+			t.Errorf("RetryAfter while the probe runs = %v, want the time to its deadline %v", d, DefaultDialTimeout-time.Second)
+		}
+		probe.succeed()
+		synctest.Wait()
+		if _, err := p.Get(context.Background(), "a"); err != nil {
+			t.Errorf("after the probe: %v", err)
+		}
+	})
+}
