@@ -17,7 +17,7 @@ JAEGER_VERSION := v1.76.0
 export JAEGER_BIN := $(BIN)/jaeger-$(JAEGER_VERSION)
 DEMO_FLAGS  ?= -duration 60s -flap 20s
 
-.PHONY: all test vet lint fmt bench demo demo-herd tools clean envtest-assets crds jaeger jaeger-bin trace-picture
+.PHONY: all test vet lint fmt bench bench-scenarios demo demo-herd tools clean envtest-assets crds jaeger jaeger-bin trace-picture
 
 all: lint test
 
@@ -32,6 +32,7 @@ vet:
 	$(GO) vet ./...
 	cd tracing/otlp && $(GO) vet ./...
 	cd examples/capi && $(GO) vet ./...
+	cd bench/plot && $(GO) vet ./...
 
 ## envtest-assets: build kube-apiserver and etcd from the module proxy into ./bin (once; ~10 min).
 envtest-assets: $(ENVTEST_ASSETS)/kube-apiserver
@@ -68,6 +69,7 @@ lint: $(STATICCHECK) vet
 	$(STATICCHECK) ./...
 	cd tracing/otlp && $(STATICCHECK) ./...
 	cd examples/capi && $(STATICCHECK) ./...
+	cd bench/plot && $(STATICCHECK) ./...
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
@@ -99,3 +101,11 @@ $(BENCHSTAT): hack/tools/go.mod
 
 clean:
 	rm -rf $(BIN)
+
+## bench-scenarios: the controller simulation (bench/sim): every scenario with
+## CCT, ClusterCache and clusterpool in one process (~3 min), one table to
+## stdout and bench/results/scenarios.md, JSON and a plot under bench/results/.
+bench-scenarios:
+	@mkdir -p bench/results
+	$(GO) run ./bench/cmd/scenarios $(SCENARIO_FLAGS) -json bench/results/scenarios.json | tee bench/results/scenarios.md
+	cd bench/plot && $(GO) run . -in ../results/scenarios.json -out ../results/scenarios.png

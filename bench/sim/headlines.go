@@ -20,7 +20,7 @@ func Headlines(results []Result) string {
 	}
 	dead := func(f float64) func(Result) bool { return func(r Result) bool { return r.Dead == f } }
 	var b strings.Builder
-	for _, s := range Strategies() {
+	for _, s := range BaseStrategies {
 		base, ok1 := find("2-dead", s, dead(0))
 		d20, ok2 := find("2-dead", s, dead(0.2))
 		if ok1 && ok2 && base.SteadyPerSec > 0 {

@@ -27,6 +27,17 @@ type Scenario struct {
 	// Memory measures heap, stacks and goroutines once every object
 	// reconciled.
 	Memory bool
+	// Variants are tuned strategies run after the three base ones.
+	Variants []string
+}
+
+// BaseStrategies are the three strategies every scenario runs.
+var BaseStrategies = []string{"cct", "clustercache", "clusterpool"}
+
+// Strategies returns the strategies sc runs: the base ones, then its
+// variants.
+func (sc Scenario) Strategies() []string {
+	return append(append([]string(nil), BaseStrategies...), sc.Variants...)
 }
 
 // DeadSweep is the fractions of dead clusters scenario 2 is run at for the
@@ -45,7 +56,7 @@ func Scenarios() []Scenario {
 	}
 	for _, at := range []time.Duration{2 * time.Minute, 10 * time.Minute} {
 		s = append(s, Scenario{Name: "3-recovery", Clusters: 100, Objects: 20, Dead: 0.2,
-			RecoverAt: at, Duration: at + RecoverSpread + 10*time.Minute})
+			RecoverAt: at, Duration: at + RecoverSpread + 10*time.Minute, Variants: []string{"clusterpool-maxopen30s"}})
 	}
 	s = append(s,
 		Scenario{Name: "4-flapping", Clusters: 100, Objects: 20, Flap: 0.1, FlapPeriod: 30 * time.Second,

@@ -40,28 +40,13 @@ var factories = map[string]Factory{}
 // register adds a strategy under name; called from init of each model.
 func register(name string, f Factory) { factories[name] = f }
 
-// Strategies returns the registered strategy names in the order they are
-// reported: cct, clustercache, clusterpool, then variants.
+// Strategies returns the registered strategy names, sorted.
 func Strategies() []string {
 	names := make([]string, 0, len(factories))
 	for n := range factories {
 		names = append(names, n)
 	}
-	order := map[string]int{"cct": 0, "clustercache": 1, "clusterpool": 2}
-	sort.Slice(names, func(i, j int) bool {
-		oi, ok := order[names[i]]
-		if !ok {
-			oi = 3
-		}
-		oj, ok := order[names[j]]
-		if !ok {
-			oj = 3
-		}
-		if oi != oj {
-			return oi < oj
-		}
-		return names[i] < names[j]
-	})
+	sort.Strings(names)
 	return names
 }
 

@@ -33,7 +33,8 @@ func run() error {
 	flag.IntVar(&cfg.Workers, "workers", 10, "reconcile workers (MaxConcurrentReconciles)")
 	flag.Uint64Var(&cfg.Seed, "seed", 1, "seed of the fault layout and queue order")
 	only := flag.String("run", "", "regexp: run only the scenarios whose name matches")
-	strategies := flag.String("strategies", strings.Join(sim.Strategies(), ","), "comma-separated strategies")
+	strategies := flag.String("strategies", "", "comma-separated strategies to run (of "+strings.Join(sim.Strategies(), ", ")+
+		"); empty means each scenario's own: the base three and its tuned variants")
 	out := flag.String("json", "", "write the results (and the run's settings) as JSON to this file")
 	flag.Parse()
 	re, err := regexp.Compile(*only)
@@ -49,7 +50,11 @@ func run() error {
 		if !re.MatchString(sc.Name) {
 			continue
 		}
-		for _, s := range strings.Split(*strategies, ",") {
+		names := sc.Strategies()
+		if *strategies != "" {
+			names = strings.Split(*strategies, ",")
+		}
+		for _, s := range names {
 			t := time.Now()
 			res, err := sim.Run(ctx, sc, s, cfg)
 			if err != nil {

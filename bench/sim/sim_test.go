@@ -1,0 +1,118 @@
+package sim
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// The test runs use small fleets at the default scale; they check what the
+// models do by construction (dial counts, who blocks, that everything
+// reconciles), never how fast.
+var testCfg = Config{Seed: 7}
+
+func run1(t *testing.T, sc Scenario, strategy string) Result {
+	t.Helper()
+	res, err := Run(context.Background(), sc, strategy, testCfg)
+	if err != nil {
+		t.Fatalf("%s on %s: %v", strategy, sc.Name, err)
+	}
+	return res
+}
+
+func TestWorldLayout(t *testing.T) {
+	w := newWorld(100, 0.2, 0.1, time.Minute, 30*time.Second, 0.01, 1)
+	var dead, flap int
+	for c := range 100 {
+		switch w.Fault(c) {
+		case Dead:
+			dead++
+			if at := w.RecoveredAt(c); at < time.Minute || at >= time.Minute+RecoverSpread {
+				t.Errorf("cluster %d recovers at %v, want in [1m, 2m)", c, at)
+			}
+		case Flapping:
+			flap++
+		}
+	}
+	if dead != 20 || flap != 10 {
+		t.Errorf("dead=%d flapping=%d, want 20 and 10", dead, flap)
+	}
+	if again := newWorld(100, 0.2, 0.1, time.Minute, 30*time.Second, 0.01, 1); again.faults[0] != w.faults[0] ||
+		again.recoverAt[3] != w.recoverAt[3] {
+		t.Error("the same seed gave another layout")
+	}
+}
+
+// Every strategy reconciles a happy herd with one dial per cluster; only
+// CCT answers the herd with ErrClusterLocked (one-minute requeues).
+func TestHappyHerd(t *testing.T) {
+	sc := Scenario{Name: "herd", Clusters: 10, Objects: 10, Duration: 10 * time.Minute}
+	for _, s := range Strategies() {
+		res := run1(t, sc, s)
+		if res.AllReconciled < 0 || res.Dials != 10 || res.Errors != 0 || res.Clients != 10 {
+			t.Errorf("%s: %+v; want all reconciled, 10 dials, no errors, 10 clients", s, res)
+		}
+	}
+}
+
+// With dead clusters, CCT's lock winners hang in their workers for the dial
+// timeout, clusterpool's callers do not; clusterpool opens the breakers and
+// stops dialing dead clusters on every reconcile.
+func TestDeadClusters(t *testing.T) {
+	sc := Scenario{Name: "dead", Clusters: 10, Objects: 10, Dead: 0.3, Duration: 3 * time.Minute, Saturate: true}
+	cct, cp := run1(t, sc, "cct"), run1(t, sc, "clusterpool")
+	if cct.BlockedWorkerSeconds < 30 {
+		t.Errorf("cct blocked %.0f worker-s; every dead dial blocks a worker for 10s", cct.BlockedWorkerSeconds)
+	}
+	if cp.BlockedWorkerSeconds >= cct.BlockedWorkerSeconds/2 {
+		t.Errorf("clusterpool blocked %.0f worker-s, cct %.0f", cp.BlockedWorkerSeconds, cct.BlockedWorkerSeconds)
+	}
+	if cp.AllReconciled < 0 || cp.Clients != 7 {
+		t.Errorf("clusterpool: %+v; want every healthy object reconciled and 7 clients", cp)
+	}
+	// 3 dials to open a breaker, then one probe per open period (5s, 10s,
+	// 20s, 40s, 80s ±20 %) within 3 minutes: at most 9 per dead cluster.
+	if max := int64(7 + 3*9); cp.Dials > max {
+		t.Errorf("clusterpool dialed %d times, want at most %d", cp.Dials, max)
+	}
+}
+
+// Every strategy reconciles the objects of a cluster that comes back.
+func TestRecovery(t *testing.T) {
+	sc := Scenario{Name: "recovery", Clusters: 10, Objects: 5, Dead: 0.2, RecoverAt: 30 * time.Second,
+		Duration: 30*time.Second + RecoverSpread + 5*time.Minute}
+	for _, s := range Strategies() {
+		if res := run1(t, sc, s); res.RecoveryMean <= 0 || res.RecoveryMax < res.RecoveryMean {
+			t.Errorf("%s: recovery %.1f / %.1f s; want every object reconciled after its cluster came back",
+				s, res.RecoveryMean, res.RecoveryMax)
+		}
+	}
+}
+
+func TestTableAndHeadlines(t *testing.T) {
+	results := []Result{
+		{Scenario: "1-herd", Strategy: "cct", AllReconciled: 66, Seconds: 66},
+		{Scenario: "1-herd", Strategy: "clusterpool", AllReconciled: 26, Seconds: 26},
+		{Scenario: "2-dead", Strategy: "clusterpool", Dead: 0, SteadyPerSec: 80, HealthyPerSec: 78},
+		{Scenario: "2-dead", Strategy: "clusterpool", Dead: 0.2, SteadyPerSec: 76, HealthyPerSec: 75},
+		{Scenario: "3-recovery", Strategy: "cct", Down: 120, RecoveryMean: 30, RecoveryMax: 60},
+	}
+	var b strings.Builder
+	if err := WriteTable(&b, results); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(b.String(), "\n"); got != 2+len(results) {
+		t.Errorf("table has %d lines, want %d:\n%s", got, 2+len(results), b.String())
+	}
+	h := Headlines(results)
+	for _, want := range []string{"= 0.95× its all-healthy run", "66.0 s (cct) vs 26.0 s", "30.0 s after it came back (mean; max 60.0 s)"} {
+		if !strings.Contains(h, want) {
+			t.Errorf("headlines lack %q:\n%s", want, h)
+		}
+	}
+}
