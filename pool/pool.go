@@ -26,7 +26,7 @@ type Pool[K comparable, C any] struct {
 	opts Options[K, C] // defaults applied
 	rec  *tracing.Recorder
 
-	entries sync.Map // K -> *entry[K, C]
+	entries sync.Map            // K -> *entry[K, C]
 	total   *semaphore.Weighted // MaxTotalDials
 	suspect *semaphore.Weighted // suspectPermits(MaxTotalDials): dials of failing clusters and probes
 
