@@ -1,0 +1,209 @@
+package breaker
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/clusterpool/clusterpool/internal/proptest"
+)
+
+// Random sequences of Allow / Done / Discard / time advance, on virtual
+// time (see internal/proptest).
+// Checked against a model of the documented state machine:
+//   - transitions follow only the four edges of the package doc, from the
+//     state the breaker was in;
+//   - the breaker opens after exactly ConsecutiveFailures counted failures
+//     in a row of tickets issued while closed;
+//   - the n-th open period in a row is base·2^(n-1) capped, ±jitter, capped;
+//   - while open it rejects until the period ends, then grants exactly one
+//     probe at a time.
+func TestBreakerProperties(t *testing.T) {
+	proptest.Check(t, func(rt *rapid.T) {
+		s := Settings{
+			ConsecutiveFailures: uint32(rapid.IntRange(1, 4).Draw(rt, "failures")),
+			OpenTimeout:         time.Duration(rapid.IntRange(1, 5).Draw(rt, "base_s")) * time.Second,
+			Jitter:              rapid.SampledFrom([]float64{0, 0.1, 0.2, 0.5}).Draw(rt, "jitter"),
+		}
+		s.MaxOpenTimeout = s.OpenTimeout * time.Duration(rapid.IntRange(1, 20).Draw(rt, "cap_x"))
+		s.DisableJitter = s.Jitter == 0
+		b, err := New(s)
+		if err != nil {
+			rt.Fatalf("New(%+v): %v", s, err)
+		}
+		m := &model{s: b.Settings(), b: b}
+		rt.Repeat(map[string]func(*rapid.T){
+			"allow":   m.allow,
+			"done":    m.done,
+			"discard": m.discard,
+			"advance": func(rt *rapid.T) {
+				time.Sleep(time.Duration(rapid.Int64Range(0, int64(3*s.MaxOpenTimeout)).Draw(rt, "sleep")))
+			},
+			"": m.check,
+		})
+	})
+}
+
+type ticket struct {
+	t     Ticket
+	gen   int // model generation (state changes) when issued
+	probe bool
+}
+
+type model struct {
+	s        Settings
+	b        *Breaker
+	state    State
+	gen      int
+	failures uint32 // counted failures in a row while closed
+	opens    uint32
+	until    time.Time
+	out      []ticket
+}
+
+func (m *model) allow(rt *rapid.T) {
+	tk, tr, changed, err := m.b.Allow()
+	now := time.Now()
+	switch m.state {
+	case StateClosed:
+		if err != nil || changed {
+			rt.Fatalf("closed: Allow = %v, changed %v", err, changed)
+		}
+		m.out = append(m.out, ticket{t: tk, gen: m.gen})
+	case StateOpen:
+		if now.Before(m.until) {
+			if !errors.Is(err, ErrOpen) {
+				rt.Fatalf("open until %v, now %v: Allow = %v, want ErrOpen", m.until, now, err)
+			}
+			return
+		}
+		if err != nil || !changed || tr.From != StateOpen || tr.To != StateHalfOpen || !tk.Probe() {
+			rt.Fatalf("open period over: Allow = %v, %+v (changed %v, probe %v), want the probe", err, tr, changed, tk.Probe())
+		}
+		m.transition(StateHalfOpen)
+		m.out = append(m.out, ticket{t: tk, gen: m.gen, probe: true})
+	case StateHalfOpen:
+		if m.probeOut() {
+			if !errors.Is(err, ErrOpen) {
+				rt.Fatalf("half-open with the probe out: Allow = %v, want ErrOpen", err)
+			}
+			return
+		}
+		if err != nil || changed || !tk.Probe() {
+			rt.Fatalf("half-open, probe discarded: Allow = %v (changed %v), want a new probe", err, changed)
+		}
+		m.out = append(m.out, ticket{t: tk, gen: m.gen, probe: true})
+	}
+}
+
+func (m *model) probeOut() bool {
+	for _, t := range m.out {
+		if t.probe && t.gen == m.gen {
+			return true
+		}
+	}
+	return false
+}
+
+// take removes a random outstanding ticket; ok is false if there is none.
+func (m *model) take(rt *rapid.T) (ticket, bool) {
+	if len(m.out) == 0 {
+		return ticket{}, false
+	}
+	i := rapid.IntRange(0, len(m.out)-1).Draw(rt, "ticket")
+	t := m.out[i]
+	m.out = append(m.out[:i], m.out[i+1:]...)
+	return t, true
+}
+
+var outcomes = []error{nil, errors.New("connect: connection refused"), context.DeadlineExceeded, context.Canceled}
+
+func (m *model) done(rt *rapid.T) {
+	t, ok := m.take(rt)
+	if !ok {
+		return
+	}
+	err := rapid.SampledFrom(outcomes).Draw(rt, "outcome")
+	tr, changed := t.t.Done(err)
+	stale := t.gen != m.gen
+	failure := err != nil && m.s.IsFailure(err)
+	var want State
+	wantChange := false
+	switch {
+	case stale, err != nil && !failure:
+	case m.state == StateClosed && !failure:
+		m.failures = 0
+	case m.state == StateClosed:
+		if m.failures++; m.failures >= m.s.ConsecutiveFailures {
+			want, wantChange = StateOpen, true
+		}
+	case m.state == StateHalfOpen && failure:
+		want, wantChange = StateOpen, true
+	case m.state == StateHalfOpen:
+		want, wantChange = StateClosed, true
+	}
+	if changed != wantChange || (changed && (tr.From != m.state || tr.To != want)) {
+		rt.Fatalf("Done(%v) in %v (stale %v, failures %d): %+v changed %v; want change %v to %v",
+			err, m.state, stale, m.failures, tr, changed, wantChange, want)
+	}
+	if !changed {
+		return
+	}
+	if want == StateOpen {
+		m.opens++
+		m.checkOpenFor(rt, tr.OpenFor)
+		m.until = tr.At.Add(tr.OpenFor)
+	} else {
+		m.opens = 0
+	}
+	m.transition(want)
+}
+
+func (m *model) discard(rt *rapid.T) {
+	if t, ok := m.take(rt); ok {
+		t.t.Discard()
+	}
+}
+
+func (m *model) transition(to State) {
+	m.state = to
+	m.gen++
+	m.failures = 0
+}
+
+// checkOpenFor checks the n-th open period against the documented bounds.
+func (m *model) checkOpenFor(rt *rapid.T, d time.Duration) {
+	nominal := m.s.OpenTimeout
+	for i := uint32(1); i < m.opens && nominal < m.s.MaxOpenTimeout; i++ {
+		nominal *= 2
+	}
+	nominal = min(nominal, m.s.MaxOpenTimeout)
+	lo := time.Duration(float64(nominal) * (1 - m.s.Jitter))
+	hi := min(time.Duration(float64(nominal)*(1+m.s.Jitter)), m.s.MaxOpenTimeout)
+	if d < lo-1 || d > hi+1 || d > m.s.MaxOpenTimeout {
+		rt.Fatalf("open period #%d = %v, want in [%v, %v] (base %v, cap %v, jitter %v)",
+			m.opens, d, lo, hi, m.s.OpenTimeout, m.s.MaxOpenTimeout, m.s.Jitter)
+	}
+}
+
+// check compares the breaker's Snapshot with the model. An open breaker
+// whose period is over reports half-open: the next Allow is the probe.
+func (m *model) check(rt *rapid.T) {
+	snap := m.b.Snapshot()
+	want := m.state
+	if want == StateOpen && !time.Now().Before(m.until) {
+		want = StateHalfOpen
+	}
+	if snap.State != want || snap.Opens != m.opens {
+		rt.Fatalf("snapshot %+v, model state %v opens %d", snap, want, m.opens)
+	}
+	if want == StateOpen && !snap.OpenUntil.Equal(m.until) {
+		rt.Fatalf("OpenUntil %v, want %v", snap.OpenUntil, m.until)
+	}
+	if m.state == StateClosed && snap.ConsecutiveFailures != m.failures {
+		rt.Fatalf("ConsecutiveFailures %d, model %d", snap.ConsecutiveFailures, m.failures)
+	}
+}

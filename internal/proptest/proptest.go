@@ -1,0 +1,32 @@
+// Package proptest runs pgregory.net/rapid property checks on virtual time:
+// every test case runs in its own testing/synctest bubble, so time.Now,
+// timers, time.Sleep and context deadlines are fake and advance only when
+// every goroutine of the case is blocked. That is the injectable clock of
+// the property tests of pool and breaker, without a clock parameter in their
+// APIs: context.WithTimeout, which the pool uses, cannot take one.
+package proptest
+
+import (
+	"testing"
+	"testing/synctest"
+
+	"pgregory.net/rapid"
+)
+
+// Check runs prop as rapid.Check does, each case in a fresh synctest bubble.
+// prop must leave no goroutine of its bubble running (close what it opened,
+// with defer, so that this holds when it fails too). A failure inside the
+// bubble is carried out of it and reported to rapid, which shrinks it.
+func Check(t *testing.T, prop func(*rapid.T)) {
+	t.Helper()
+	rapid.Check(t, func(rt *rapid.T) {
+		var failure any
+		synctest.Test(t, func(*testing.T) {
+			defer func() { failure = recover() }()
+			prop(rt)
+		})
+		if failure != nil {
+			panic(failure)
+		}
+	})
+}
