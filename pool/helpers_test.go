@@ -113,9 +113,15 @@ func (r *dialReq) succeed()        { r.reply <- dialReply{} }
 func (r *dialReq) fail(err error)  { r.reply <- dialReply{err: err} }
 func (r *dialReq) panicWith(v any) { r.reply <- dialReply{panic: v} }
 
+// reporter is what the checks need of a *testing.T or a *rapid.T.
+type reporter interface {
+	Helper()
+	Errorf(format string, args ...any)
+}
+
 // checkClosedOnce fails unless every client made was passed to OnClose
 // exactly once (call after Close).
-func (f *fakeDialer) checkClosedOnce(t *testing.T) {
+func (f *fakeDialer) checkClosedOnce(t reporter) {
 	t.Helper()
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -152,15 +158,15 @@ func newPool(t *testing.T, f *fakeDialer, o Options[string, *client]) *Pool[stri
 
 // checkNoPermitLeak fails if any semaphore permit is held once the pool's
 // goroutines are gone.
-func checkNoPermitLeak(t *testing.T, p *Pool[string, *client], clusters ...*semaphore.Weighted) {
+func checkNoPermitLeak(t reporter, p *Pool[string, *client], clusters ...*semaphore.Weighted) {
 	t.Helper()
 	if !p.total.TryAcquire(p.opts.MaxTotalDials) {
-		t.Error("pool-wide semaphore: permits leaked")
+		t.Errorf("pool-wide semaphore: permits leaked")
 	} else {
 		p.total.Release(p.opts.MaxTotalDials)
 	}
 	if n := suspectPermits(p.opts.MaxTotalDials); !p.suspect.TryAcquire(n) {
-		t.Error("suspect-lane semaphore: permits leaked")
+		t.Errorf("suspect-lane semaphore: permits leaked")
 	} else {
 		p.suspect.Release(n)
 	}

@@ -1,0 +1,315 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"golang.org/x/sync/semaphore"
+	"pgregory.net/rapid"
+
+	"github.com/clusterpool/clusterpool/breaker"
+	"github.com/clusterpool/clusterpool/internal/proptest"
+	"github.com/clusterpool/clusterpool/tracing"
+)
+
+// Dial outcomes of the property test's scripted dialer.
+const (
+	dialOK    = iota // succeeds after a delay below MaxWait·2
+	dialErr          // fails after such a delay
+	dialHang         // until its context ends (DialTimeout, Remove, Close)
+	dialPanic        // panics at once
+	dialSlow         // succeeds after a delay between MaxWait and DialTimeout
+)
+
+type plannedDial struct {
+	kind  int
+	delay time.Duration
+}
+
+// propDialer plays a plan of outcomes, the n-th dial of a key taking the
+// n-th entry (so that a case replays the same way), and records the most
+// dials it saw running at once, per key and in all.
+type propDialer struct {
+	*fakeDialer
+	plan []plannedDial
+
+	mu               sync.Mutex
+	next             map[string]int
+	running          map[string]int
+	total            int
+	maxKey, maxTotal int
+}
+
+func (d *propDialer) dial(ctx context.Context, key string) (*client, error) {
+	d.mu.Lock()
+	pd := d.plan[d.next[key]%len(d.plan)]
+	d.next[key]++
+	d.running[key]++
+	d.total++
+	d.maxKey, d.maxTotal = max(d.maxKey, d.running[key]), max(d.maxTotal, d.total)
+	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		d.running[key]--
+		d.total--
+		d.mu.Unlock()
+	}()
+	switch pd.kind {
+	case dialPanic:
+		panic("scripted panic")
+	case dialHang:
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	t := time.NewTimer(pd.delay)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-t.C:
+	}
+	if pd.kind == dialErr {
+		return nil, errRefused
+	}
+	return d.newClient(key, d.n.Add(1)), nil
+}
+
+// getRecord is one Get of the property test and how it ended.
+type getRecord struct {
+	key      string
+	bound    time.Duration // the longest it may take
+	closed   bool          // the pool was closed before it started
+	canceled bool          // its context was canceled before it started
+	done     bool
+	elapsed  time.Duration
+	c        *client
+	err      error
+}
+
+var propKeys = []string{"a", "b", "c"}
+
+// Random sequences of Get (with no deadline, a deadline, or a canceled
+// context), Report, Remove, Close and time advance, over a dialer whose
+// dials succeed, fail, hang, panic or are slow, on virtual time. Invariants,
+// checked after every step and at the end:
+//   - dials of one cluster running at once ≤ MaxConcurrentDials, across the
+//     pool ≤ MaxTotalDials;
+//   - no Get takes longer than min(MaxWait, its deadline) (exactly: virtual
+//     time has no scheduling slack);
+//   - every Get returns a client of its key, or a documented error;
+//   - a cached client is never closed; an open breaker's next probe is
+//     within MaxOpenTimeout;
+//   - breaker transitions follow only legal edges (counted by the
+//     transitions metric);
+//   - after Close no semaphore permit is held, every client made was closed
+//     exactly once, and no goroutine is left (the bubble would deadlock).
+func TestPoolProperties(t *testing.T) {
+	proptest.Check(t, func(rt *rapid.T) {
+		ms := func(lo, hi int, label string) time.Duration {
+			return time.Duration(rapid.IntRange(lo, hi).Draw(rt, label)) * time.Millisecond
+		}
+		opts := Options[string, *client]{
+			MaxWait:            ms(1, 100, "max_wait_ms"),
+			DialTimeout:        ms(200, 2000, "dial_timeout_ms"), // above MaxWait: slow dials fit between
+			MaxConcurrentDials: int64(rapid.IntRange(1, 2).Draw(rt, "per_cluster")),
+			Breaker: breaker.Settings{
+				ConsecutiveFailures: uint32(rapid.IntRange(1, 3).Draw(rt, "failures")),
+				OpenTimeout:         ms(50, 1000, "open_ms"),
+				DisableJitter:       rapid.Bool().Draw(rt, "no_jitter"),
+			},
+		}
+		opts.MaxTotalDials = opts.MaxConcurrentDials + int64(rapid.IntRange(0, 3).Draw(rt, "extra_total"))
+		opts.Breaker.MaxOpenTimeout = opts.Breaker.OpenTimeout * time.Duration(rapid.IntRange(1, 8).Draw(rt, "cap_x"))
+		reader := sdkmetric.NewManualReader()
+		opts.MeterProvider = sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+		opts.OnClose = func(_ string, c *client) { c.closed.Add(1) }
+
+		d := &propDialer{fakeDialer: newFake(), running: map[string]int{}, next: map[string]int{}}
+		for i := range 32 {
+			pd := plannedDial{kind: rapid.IntRange(dialOK, dialSlow).Draw(rt, fmt.Sprint("dial", i))}
+			switch pd.kind {
+			case dialOK, dialErr:
+				pd.delay = time.Duration(rapid.Int64Range(0, int64(2*opts.MaxWait)).Draw(rt, "delay"))
+			case dialSlow:
+				pd.delay = time.Duration(rapid.Int64Range(int64(opts.MaxWait)+1, int64(opts.DialTimeout)-1).Draw(rt, "delay"))
+			}
+			d.plan = append(d.plan, pd)
+		}
+		p, err := New(d.dial, opts)
+		if err != nil {
+			rt.Fatalf("New: %v", err)
+		}
+		defer p.Close() // also when a check fails: the bubble must empty
+
+		var mu sync.Mutex
+		var gets []*getRecord
+		closed := false
+		rt.Repeat(map[string]func(*rapid.T){
+			"get": func(rt *rapid.T) {
+				g := &getRecord{key: rapid.SampledFrom(propKeys).Draw(rt, "key"), bound: opts.MaxWait, closed: closed}
+				ctx, cancel := context.Background(), context.CancelFunc(func() {})
+				switch rapid.IntRange(0, 2).Draw(rt, "ctx") {
+				case 1:
+					dl := time.Duration(rapid.Int64Range(0, int64(2*opts.MaxWait)).Draw(rt, "deadline"))
+					ctx, cancel = context.WithTimeout(ctx, dl)
+					g.bound = min(g.bound, dl)
+				case 2:
+					ctx, cancel = context.WithCancel(ctx)
+					cancel()
+					g.canceled = true
+				}
+				mu.Lock()
+				gets = append(gets, g)
+				mu.Unlock()
+				go func() {
+					defer cancel()
+					start := time.Now()
+					c, err := p.Get(ctx, g.key)
+					mu.Lock()
+					g.done, g.elapsed, g.c, g.err = true, time.Since(start), c, err
+					mu.Unlock()
+				}()
+			},
+			"report": func(rt *rapid.T) {
+				p.Report(rapid.SampledFrom(propKeys).Draw(rt, "key"),
+					rapid.SampledFrom([]error{nil, errRefused, context.Canceled}).Draw(rt, "err"))
+			},
+			"remove": func(rt *rapid.T) { p.Remove(rapid.SampledFrom(propKeys).Draw(rt, "key")) },
+			"close": func(rt *rapid.T) {
+				if rapid.IntRange(0, 9).Draw(rt, "close?") == 0 { // rarely: the rest of the case runs closed
+					p.Close()
+					closed = true
+				}
+			},
+			"advance": func(rt *rapid.T) {
+				time.Sleep(time.Duration(rapid.Int64Range(0, int64(2*opts.DialTimeout)).Draw(rt, "sleep")))
+			},
+			"": func(rt *rapid.T) {
+				synctest.Wait()
+				checkDialBounds(rt, d, opts)
+				mu.Lock()
+				for _, g := range gets {
+					if g.done {
+						checkGet(rt, g)
+					}
+				}
+				mu.Unlock()
+				checkEntries(rt, p, opts)
+			},
+		})
+
+		time.Sleep(opts.MaxWait) // every Get still waiting reaches its bound
+		synctest.Wait()
+		mu.Lock()
+		for _, g := range gets {
+			if !g.done {
+				rt.Fatalf("Get(%s) still waiting after MaxWait", g.key)
+			}
+		}
+		mu.Unlock()
+		var sems []*semaphore.Weighted
+		p.entries.Range(func(_, v any) bool {
+			sems = append(sems, v.(*entry[string, *client]).sem)
+			return true
+		})
+		p.Close()
+		synctest.Wait()
+		checkNoPermitLeak(rt, p, sems...)
+		d.checkClosedOnce(rt)
+		checkTransitions(rt, reader)
+	})
+}
+
+func checkDialBounds(rt *rapid.T, d *propDialer, opts Options[string, *client]) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.maxKey > int(opts.MaxConcurrentDials) || d.maxTotal > int(opts.MaxTotalDials) {
+		rt.Fatalf("dials at once: %d per cluster (max %d), %d in all (max %d)",
+			d.maxKey, opts.MaxConcurrentDials, d.maxTotal, opts.MaxTotalDials)
+	}
+}
+
+// checkGet checks one finished Get against its bound and the documented
+// errors.
+func checkGet(rt *rapid.T, g *getRecord) {
+	if g.elapsed > g.bound {
+		rt.Fatalf("Get(%s) took %v, bound %v", g.key, g.elapsed, g.bound)
+	}
+	switch {
+	case g.err == nil:
+		if g.c == nil || g.c.key != g.key {
+			rt.Fatalf("Get(%s) returned client %+v without error", g.key, g.c)
+		}
+		if g.closed { // a canceled context may still get a hit
+			rt.Fatalf("Get(%s) returned a client after Close", g.key)
+		}
+	case g.closed && !errors.Is(g.err, ErrClosed):
+		rt.Fatalf("Get(%s) after Close: %v, want ErrClosed", g.key, g.err)
+	case errors.Is(g.err, context.Canceled):
+		if !g.canceled {
+			rt.Fatalf("Get(%s): context.Canceled without a canceled context", g.key)
+		}
+	default:
+		var pe *Error
+		if !errors.As(g.err, &pe) || pe.Cluster != g.key {
+			rt.Fatalf("Get(%s): undocumented error %T %v", g.key, g.err, g.err)
+		}
+		switch pe.Kind {
+		case ErrWaitTimeout, ErrCircuitOpen, ErrClosed, ErrRemoved, ErrDialFailed:
+		default:
+			rt.Fatalf("Get(%s): unknown kind %v", g.key, pe.Kind)
+		}
+	}
+}
+
+// checkEntries: a cached client is open; an open breaker probes within
+// MaxOpenTimeout.
+func checkEntries(rt *rapid.T, p *Pool[string, *client], opts Options[string, *client]) {
+	for _, k := range propKeys {
+		if c, ok := p.Peek(k); ok && c.closed.Load() != 0 {
+			rt.Fatalf("cluster %s: the cached client was closed", k)
+		}
+		st := p.State(k)
+		if st.Breaker != breaker.StateOpen {
+			continue
+		}
+		if until := time.Until(st.NextProbe); until <= 0 || until > opts.Breaker.MaxOpenTimeout {
+			rt.Fatalf("cluster %s: open, next probe in %v (cap %v)", k, until, opts.Breaker.MaxOpenTimeout)
+		}
+	}
+}
+
+// checkTransitions fails on a breaker transition that is not an edge of the
+// state machine (or a reset to closed by Remove).
+func checkTransitions(rt *rapid.T, reader *sdkmetric.ManualReader) {
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		rt.Fatalf("collect: %v", err)
+	}
+	legal := map[[2]string]bool{
+		{"closed", "open"}: true, {"open", "half-open"}: true, {"half-open", "closed"}: true,
+		{"half-open", "open"}: true, {"open", "closed"}: true, // Remove resets an open breaker
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			sum, ok := m.Data.(metricdata.Sum[int64])
+			if m.Name != "clusterpool.breaker.transitions" || !ok {
+				continue
+			}
+			for _, dp := range sum.DataPoints {
+				from, _ := dp.Attributes.Value(tracing.FromStateKey)
+				to, _ := dp.Attributes.Value(tracing.ToStateKey)
+				if e := [2]string{from.AsString(), to.AsString()}; !legal[e] && dp.Value > 0 {
+					rt.Fatalf("illegal breaker transition %s → %s (%d times)", e[0], e[1], dp.Value)
+				}
+			}
+		}
+	}
+}
