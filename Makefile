@@ -17,7 +17,7 @@ JAEGER_VERSION := v1.76.0
 export JAEGER_BIN := $(BIN)/jaeger-$(JAEGER_VERSION)
 DEMO_FLAGS  ?= -duration 60s -flap 20s
 
-.PHONY: all test vet lint fmt bench bench-scenarios demo demo-herd tools clean envtest-assets crds jaeger jaeger-bin trace-picture
+.PHONY: all test vet lint fmt bench bench-scenarios soak demo demo-herd tools clean envtest-assets crds jaeger jaeger-bin trace-picture
 
 all: lint test
 
@@ -109,3 +109,11 @@ bench-scenarios:
 	@mkdir -p bench/results
 	$(GO) run ./bench/cmd/scenarios $(SCENARIO_FLAGS) -json bench/results/scenarios.json | tee bench/results/scenarios.md
 	cd bench/plot && $(GO) run . -in ../results/scenarios.json -out ../results/scenarios.png
+
+## soak: the pool's soak test for SOAK_DURATION (default 2m): 10 000 clusters,
+## 200 goroutines issuing Gets, fault modes switching every 250 ms; prints
+## Gets/s, wait p99, heap per cluster and goroutines. `make test` runs 3 s of it
+## under the race detector.
+SOAK_DURATION ?= 2m
+soak:
+	$(GO) test -run '^TestSoak$$' -count=1 -v ./pool/ -soak.duration=$(SOAK_DURATION)

@@ -1,0 +1,282 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/clusterpool/clusterpool/breaker"
+)
+
+// The soak: real time and real goroutines (no synctest), a fleet whose
+// clusters switch fault modes every epoch. `make soak` runs it for two
+// minutes; `make test` runs the short default.
+var (
+	soakDuration = flag.Duration("soak.duration", 3*time.Second, "how long TestSoak runs")
+	soakClusters = flag.Int("soak.clusters", 10000, "clusters of TestSoak")
+	soakWorkers  = flag.Int("soak.workers", 200, "goroutines issuing Gets in TestSoak")
+)
+
+// Soak settings: everything 200× faster than the defaults, so that a few
+// seconds see thousands of dials, trips and probes.
+var soakOpts = Options[string, *client]{
+	MaxWait:     5 * time.Millisecond,
+	DialTimeout: 50 * time.Millisecond,
+	Breaker:     breaker.Settings{OpenTimeout: 25 * time.Millisecond, MaxOpenTimeout: 300 * time.Millisecond},
+}
+
+const (
+	soakEpoch = 250 * time.Millisecond // fault modes change this often
+	// soakSlack is what a Get may take beyond its bound, on top of the
+	// lateness of a plain timer measured in the same run (the scheduler's
+	// share on a loaded 2-core machine, large under the race detector).
+	// Generous on purpose; the timing goals live in the benchmarks. A
+	// single timer goroutine samples lateness far less often than 200
+	// workers do, so its maximum understates theirs.
+	soakSlack = 100 * time.Millisecond
+	// soakBudget is the most heap a cluster may cost the pool while dials
+	// of most clusters are queued (an idle connected cluster costs ≈ 1 KB,
+	// bench/sim scenario 5; a queued dial adds its context, span and timer).
+	soakBudget = 8192
+	// soakThink is what a worker does between two Gets (a reconcile's
+	// work): without it 200 workers spinning on instant answers saturate
+	// the CPU and the soak measures the scheduler instead of the pool.
+	soakThink = 2 * time.Millisecond
+)
+
+type soakMode uint8
+
+const (
+	modeOK soakMode = iota
+	modeHang
+	modeRefuse
+	modeSlow
+	modePanic
+)
+
+// mode is cluster c's fault in epoch e: 70 % fine, then hang, refuse, slow
+// (between MaxWait and DialTimeout) and panic.
+func mode(c string, e int64) soakMode {
+	h := fnv.New32a()
+	fmt.Fprintf(h, "%s/%d", c, e)
+	switch v := h.Sum32() % 100; {
+	case v < 70:
+		return modeOK
+	case v < 82:
+		return modeHang
+	case v < 92:
+		return modeRefuse
+	case v < 97:
+		return modeSlow
+	default:
+		return modePanic
+	}
+}
+
+type soakFleet struct {
+	start  time.Time
+	dials  atomic.Int64
+	mu     sync.Mutex
+	made   []*client
+	nextID atomic.Int32
+}
+
+func (s *soakFleet) mode(c string) soakMode { return mode(c, int64(time.Since(s.start)/soakEpoch)) }
+
+func (s *soakFleet) dial(ctx context.Context, c string) (*client, error) {
+	s.dials.Add(1)
+	wait := time.Millisecond
+	switch s.mode(c) {
+	case modeHang:
+		<-ctx.Done()
+		return nil, ctx.Err()
+	case modeRefuse:
+		return nil, errRefused
+	case modePanic:
+		panic("soak: dialer panic")
+	case modeSlow:
+		wait = 20 * time.Millisecond
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-t.C:
+	}
+	cl := &client{key: c, id: s.nextID.Add(1)}
+	s.mu.Lock()
+	s.made = append(s.made, cl)
+	s.mu.Unlock()
+	return cl, nil
+}
+
+type soakStats struct {
+	gets, hits, clients int
+	waits               []time.Duration // of Gets that were not answered by a client at once
+	bad                 []error
+	over                []time.Duration // Gets that took longer than MaxWait+soakSlack
+	overErr             []string        // and how they ended
+}
+
+func TestSoak(t *testing.T) {
+	fleet := &soakFleet{start: time.Now()}
+	keys := make([]string, *soakClusters)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("ns/cluster-%05d", i)
+	}
+	before := heapInUse()
+	goroutines := runtime.NumGoroutine()
+	opts := soakOpts
+	opts.OnClose = func(_ string, c *client) { c.closed.Add(1) }
+	p, err := New(fleet.dial, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithTimeout(context.Background(), *soakDuration)
+	defer stop()
+	stats := make([]soakStats, *soakWorkers)
+	var wg sync.WaitGroup
+	var late time.Duration // the latest a plain MaxWait timer fired
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			start := time.Now()
+			time.Sleep(opts.MaxWait)
+			late = max(late, time.Since(start)-opts.MaxWait)
+		}
+	}()
+	for w := range stats {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			soakWorker(ctx, p, fleet, keys, &stats[w], uint64(w))
+		}()
+	}
+	wg.Wait()
+	var all soakStats
+	for _, s := range stats {
+		all.gets += s.gets
+		all.hits += s.hits
+		all.clients += s.clients
+		all.waits = append(all.waits, s.waits...)
+		all.bad = append(all.bad, s.bad...)
+		all.over = append(all.over, s.over...)
+		all.overErr = append(all.overErr, s.overErr...)
+	}
+	perCluster := float64(heapInUse()-before) / float64(len(keys))
+	inPool := runtime.NumGoroutine() - goroutines
+	p.Close()
+	goleak.VerifyNone(t, goleak.IgnoreCurrent())
+
+	slices.Sort(all.waits)
+	if len(all.waits) == 0 {
+		t.Fatal("no Get waited: the soak did nothing")
+	}
+	p99 := all.waits[len(all.waits)*99/100]
+	t.Logf("soak %v: %d clusters, %d workers: %.0f Gets/s (%d Gets, %.1f%% hits, %d with a client), %d dials; "+
+		"wait p99 %v, max %v (of %d waits), timer lateness up to %v; heap %.0f B per cluster; %d pool goroutines at the end (dials running or queued for a permit), 0 after Close",
+		*soakDuration, len(keys), len(stats), float64(all.gets)/soakDuration.Seconds(), all.gets,
+		100*float64(all.hits)/float64(max(all.gets, 1)), all.clients, fleet.dials.Load(),
+		p99, all.waits[len(all.waits)-1], len(all.waits), late, perCluster, inPool)
+
+	for _, err := range all.bad[:min(len(all.bad), 5)] {
+		t.Errorf("undocumented error: %T %v", err, err)
+	}
+	slack := soakSlack
+	if raceEnabled {
+		slack = time.Second
+	}
+	var over []string
+	for i, d := range all.over {
+		if d > opts.MaxWait+late+slack {
+			over = append(over, all.overErr[i])
+		}
+	}
+	if len(over) > 0 {
+		t.Errorf("%d Gets waited longer than MaxWait + timer lateness %v + %v, such as %q",
+			len(over), late, slack, over[:min(5, len(over))])
+	}
+	if perCluster > soakBudget {
+		t.Errorf("the pool holds %.0f B per cluster, budget %d", perCluster, soakBudget)
+	}
+	if all.clients == 0 || fleet.dials.Load() < 1000 {
+		t.Errorf("the soak did little: %d clients, %d dials", all.clients, fleet.dials.Load())
+	}
+	fleet.mu.Lock()
+	defer fleet.mu.Unlock()
+	for _, c := range fleet.made {
+		if n := c.closed.Load(); n != 1 {
+			t.Fatalf("client %s#%d closed %d times, want 1", c.key, c.id, n)
+		}
+	}
+}
+
+// soakWorker issues Gets until ctx ends: random clusters, a third with a
+// deadline of their own; a client in use fails while its cluster is not
+// fine, which the worker Reports; now and then a cluster is Removed.
+func soakWorker(ctx context.Context, p *Pool[string, *client], fleet *soakFleet, keys []string, st *soakStats, seed uint64) {
+	r := rand.New(rand.NewPCG(seed, 99))
+	for ctx.Err() == nil {
+		time.Sleep(soakThink)
+		k := keys[r.IntN(len(keys))]
+		gctx, cancel := context.Background(), context.CancelFunc(func() {})
+		if r.IntN(3) == 0 {
+			gctx, cancel = context.WithTimeout(gctx, time.Duration(r.IntN(10))*time.Millisecond)
+		}
+		start := time.Now()
+		c, err := p.Get(gctx, k)
+		waited := time.Since(start)
+		cancel()
+		st.gets++
+		switch {
+		case err == nil && waited < 100*time.Microsecond:
+			st.hits++
+		default:
+			st.waits = append(st.waits, waited)
+		}
+		if waited > soakOpts.MaxWait+soakSlack {
+			st.over = append(st.over, waited)
+			st.overErr = append(st.overErr, fmt.Sprintf("%v: %v", waited, err))
+		}
+		if err != nil {
+			var pe *Error
+			if !errors.As(err, &pe) || pe.Cluster != k {
+				st.bad = append(st.bad, err)
+			}
+			continue
+		}
+		st.clients++
+		if c.key != k {
+			st.bad = append(st.bad, fmt.Errorf("Get(%s) returned the client of %s", k, c.key))
+		}
+		if fleet.mode(k) == modeOK {
+			p.Report(k, nil)
+		} else {
+			p.Report(k, errRefused)
+		}
+		if r.IntN(1000) == 0 {
+			p.Remove(k)
+		}
+	}
+}
+
+func heapInUse() int64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
+}
