@@ -1,9 +1,15 @@
 package kube
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
 // vocabulary is every word ParseKubeconfig's errors are made of.
@@ -34,6 +40,42 @@ func FuzzParseKubeconfig(f *testing.F) {
 		}) {
 			if len(word) >= 8 && strings.Contains(msg, word) && !strings.Contains(vocabulary, word) {
 				t.Fatalf("error %q quotes the input (%q)", msg, word)
+			}
+		}
+	})
+}
+
+// The Secret → rest.Config path: whatever a kubeconfig Secret holds (any
+// key, any bytes), SecretSource either returns a usable config or an error
+// matching ErrInvalidKubeconfig that names the Secret and quotes nothing of
+// its content.
+func FuzzSecretSource(f *testing.F) {
+	f.Add("value", []byte("apiVersion: v1\nusers: [{name: u, user: {token: canary-token-123456}}]\n"))
+	f.Add("kubeconfig", []byte("apiVersion: v1\nclusters: [{name: c, cluster: {server: https://127.0.0.1:6443}}]\n"))
+	f.Add("value", []byte("{\"clusters\": [canary-token-123456"))
+	f.Fuzz(func(t *testing.T, dataKey string, value []byte) {
+		if dataKey == "" {
+			dataKey = "x"
+		}
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: KubeconfigSecretName("c1")},
+			Data: map[string][]byte{dataKey: value}}
+		src := SecretSource{Reader: fake.NewClientBuilder().WithObjects(secret).Build()}
+		cfg, rev, err := src.Config(context.Background(), client.ObjectKey{Namespace: "fleet", Name: "c1"})
+		if err == nil {
+			if cfg == nil || cfg.Host == "" || rev == "" || dataKey != KubeconfigSecretKey {
+				t.Fatalf("no error but config %v, revision %q (data key %q)", cfg, rev, dataKey)
+			}
+			return
+		}
+		if !errors.Is(err, ErrInvalidKubeconfig) || !strings.Contains(err.Error(), "fleet/c1-kubeconfig") {
+			t.Fatalf("error %v: want ErrInvalidKubeconfig naming the Secret", err)
+		}
+		msg := strings.ReplaceAll(err.Error(), "fleet/c1-kubeconfig", "")
+		for _, word := range strings.FieldsFunc(string(value), func(r rune) bool {
+			return strings.ContainsRune(" \t\n\r:{}[],\"'", r)
+		}) {
+			if len(word) >= 8 && strings.Contains(msg, word) && !strings.Contains(vocabulary, word) {
+				t.Fatalf("error %q quotes the Secret (%q)", msg, word)
 			}
 		}
 	})
