@@ -1,0 +1,22 @@
+// Package sim is the controller simulation behind `make bench-scenarios`: a
+// workload controller (a real client-go rate-limiting workqueue with
+// controller-runtime's default rate limiter and result handling, N workers,
+// objects that each get their cluster's client and do a fixed amount of
+// work) run against a simulated fleet with one of three ways of getting
+// clients:
+//
+//   - "cct": Cluster API v1.8's ClusterCacheTracker (keyed TryLock,
+//     ErrClusterLocked → RequeueAfter 1 min, the lock winner dials in its
+//     worker, a health goroutine per cluster);
+//   - "clustercache": Cluster API v1.9+'s ClusterCache (a 100-worker
+//     connector, fixed 30 s retry, 10 s / 5 s / 5 probes, getters fail fast,
+//     objects enqueued on connect and disconnect);
+//   - "clusterpool": this library with its default Options, errors mapped by
+//     kube.Requeue, outcomes fed back with Report, events enqueueing objects
+//     as kube.Source does; plus labelled tuned variants.
+//
+// The timings of the first two follow ../shared/BACKGROUND.md, cited where
+// each constant is defined. Every duration is multiplied by a time-scale
+// factor (default 1/100) and every figure is reported unscaled. Run runs one
+// strategy on one Scenario; Scenarios lists the five of issue 4.
+package sim
