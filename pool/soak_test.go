@@ -254,7 +254,9 @@ func TestSoak(t *testing.T) {
 	if perCluster > soakBudget {
 		t.Errorf("the pool holds %.0f B per cluster, budget %d", perCluster, soakBudget)
 	}
-	if all.clients == 0 || fleet.dials.Load() < 1000 {
+	// Throughput is not asserted (a loaded machine under -race manages a few
+	// hundred dials in 3 s); only that the soak reached the dialer at all.
+	if all.clients == 0 || fleet.dials.Load() < int64(opts.MaxTotalDials) {
 		t.Errorf("the soak did little: %d clients, %d dials", all.clients, fleet.dials.Load())
 	}
 	if made, closed, twice := fleet.made.Load(), fleet.closed.Load(), fleet.closedTwice.Load(); made != closed || twice != 0 {
