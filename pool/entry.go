@@ -76,17 +76,16 @@ type call[C any] struct {
 	// half-open probe; the dial takes a permit of Pool.suspect too.
 	suspect bool
 	// queued is closed when the dial has to wait for a pool-wide permit;
-	// waiters stop waiting for it then. isQueued is owned by the dial's
-	// goroutine.
-	queued   chan struct{}
-	isQueued bool
+	// waiters stop waiting for it then.
+	queued chan struct{}
 }
 
 // markQueued wakes the call's waiters: it cannot start soon. Called only by
-// the dial's goroutine.
+// the dial's goroutine, so the check and the close do not race.
 func (c *call[C]) markQueued() {
-	if !c.isQueued {
-		c.isQueued = true
+	select {
+	case <-c.queued:
+	default:
 		close(c.queued)
 	}
 }

@@ -172,14 +172,19 @@ func (p *Pool[K, C]) wait(ctx context.Context, e *entry[K, C]) (client C, o trac
 		}
 		return call.client, tracing.Acquired, dial, nil
 	case <-timer.C:
-		return zero, tracing.Timeout, dial, &Error{Kind: ErrWaitTimeout, Cluster: e.name, RetryAt: call.retryAt(p.opts.DialTimeout)}
+		return zero, tracing.Timeout, dial, p.waitTimeout(e, call)
 	case <-queued:
-		return zero, tracing.Queued, dial, &Error{Kind: ErrWaitTimeout, Cluster: e.name, RetryAt: call.retryAt(p.opts.DialTimeout)}
+		return zero, tracing.Queued, dial, p.waitTimeout(e, call)
 	case <-ctx.Done():
 		return zero, p.ctxOutcome(ctx.Err()), dial, p.ctxError(e, ctx.Err(), call.retryAt(p.opts.DialTimeout))
 	case <-p.closing:
 		return zero, tracing.Closed, dial, p.errorf(ErrClosed, e, nil)
 	}
+}
+
+// waitTimeout is the ErrWaitTimeout of a wait for call that did not end.
+func (p *Pool[K, C]) waitTimeout(e *entry[K, C], call *call[C]) error {
+	return &Error{Kind: ErrWaitTimeout, Cluster: e.name, RetryAt: call.retryAt(p.opts.DialTimeout)}
 }
 
 // waitBoundLocked is MaxWait halved once per consecutive failure.
