@@ -3,6 +3,8 @@ package pool
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -88,7 +90,7 @@ func TestSuspectDialsHoldHalfThePermits(t *testing.T) {
 			running[r.key] = r
 		}
 		if running["c"] != nil || running["d"] == nil || running["e"] == nil {
-			t.Fatalf("running %v, want a, b, d, e (c queued in the suspect lane)", keys(running))
+			t.Fatalf("running %v, want a, b, d, e (c queued in the suspect lane)", slices.Collect(maps.Keys(running)))
 		}
 		running["a"].succeed()
 		synctest.Wait()
@@ -102,14 +104,6 @@ func TestSuspectDialsHoldHalfThePermits(t *testing.T) {
 		}
 		synctest.Wait()
 	})
-}
-
-func keys(m map[string]*dialReq) []string {
-	var ks []string
-	for k := range m {
-		ks = append(ks, k)
-	}
-	return ks
 }
 
 // A half-open probe that queues for a permit past At+DialTimeout keeps its

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/time/rate"
 	"k8s.io/client-go/util/workqueue"
 )
 
@@ -165,15 +164,4 @@ func (s *clusterCache) Close() {
 	s.end()
 	s.q.ShutDown()
 	s.wg.Wait()
-}
-
-// defaultControllerRateLimiter is controller-runtime's default
-// (workqueue.DefaultTypedControllerRateLimiter: per-item exponential 5 ms to
-// 1000 s, max'ed with a 10 qps / burst 100 bucket), with the world's scale
-// applied to its durations and rate.
-func defaultControllerRateLimiter[T comparable](w *World) workqueue.TypedRateLimiter[T] {
-	return workqueue.NewTypedMaxOfRateLimiter(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[T](w.Scaled(5*time.Millisecond), w.Scaled(1000*time.Second)),
-		&workqueue.TypedBucketRateLimiter[T]{Limiter: rate.NewLimiter(rate.Limit(10/w.scale), 100)},
-	)
 }

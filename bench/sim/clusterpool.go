@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/clusterpool/clusterpool/breaker"
+	"github.com/clusterpool/clusterpool/internal/opt"
 	"github.com/clusterpool/clusterpool/kube"
 	"github.com/clusterpool/clusterpool/pool"
 )
@@ -32,9 +33,7 @@ type clusterPool struct {
 func newClusterPool(env Env, opts pool.Options[int, *Client]) (Strategy, error) {
 	w := env.World
 	scale := func(d *time.Duration, def time.Duration) {
-		if *d == 0 {
-			*d = def
-		}
+		opt.Default(d, def)
 		*d = w.Scaled(*d)
 	}
 	scale(&opts.MaxWait, pool.DefaultMaxWait)

@@ -142,10 +142,10 @@ func WriteTable(w io.Writer, results []Result) error {
 	b.WriteString("\n")
 	for _, r := range results {
 		row := []string{r.Scenario, r.Strategy, fmt.Sprint(r.Clusters), pct(r.Dead + r.Flap),
-			secs(r.AllReconciled, r.Seconds), fmt.Sprintf("%.1f", r.HealthyPerSec), opt(r.SteadyPerSec, "%.1f"),
+			secs(r.AllReconciled, r.Seconds), fmt.Sprintf("%.1f", r.HealthyPerSec), optional(r.SteadyPerSec, "%.1f"),
 			fmt.Sprintf("%.0f", r.MeanMs), fmt.Sprintf("%.0f", r.P50Ms), fmt.Sprintf("%.0f", r.P99Ms),
 			fmt.Sprintf("%.0f", r.BlockedWorkerSeconds), fmt.Sprint(r.Requeues), fmt.Sprint(r.Errors),
-			fmt.Sprint(r.Dials), recov(r), opt(r.BytesPerCluster, "%.0f"), optInt(r.Goroutines, r.BytesPerCluster != 0)}
+			fmt.Sprint(r.Dials), recov(r), optional(r.BytesPerCluster, "%.0f"), optInt(r.Goroutines, r.BytesPerCluster != 0)}
 		b.WriteString("| " + strings.Join(row, " | ") + " |\n")
 	}
 	_, err := io.WriteString(w, b.String())
@@ -161,7 +161,7 @@ func secs(v, run float64) string {
 	return fmt.Sprintf("%.1f s", v)
 }
 
-func opt(v float64, format string) string {
+func optional(v float64, format string) string {
 	if v == 0 {
 		return ""
 	}

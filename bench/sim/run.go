@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/time/rate"
 	"k8s.io/client-go/util/workqueue"
 )
 
@@ -228,4 +229,15 @@ func sample() memSample {
 
 func (m memSample) minus(o memSample) memSample {
 	return memSample{bytes: m.bytes - o.bytes, goroutines: m.goroutines - o.goroutines}
+}
+
+// defaultControllerRateLimiter is controller-runtime's default
+// (workqueue.DefaultTypedControllerRateLimiter: per-item exponential 5 ms to
+// 1000 s, max'ed with a 10 qps / burst 100 bucket), with the world's scale
+// applied to its durations and rate.
+func defaultControllerRateLimiter[T comparable](w *World) workqueue.TypedRateLimiter[T] {
+	return workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[T](w.Scaled(5*time.Millisecond), w.Scaled(1000*time.Second)),
+		&workqueue.TypedBucketRateLimiter[T]{Limiter: rate.NewLimiter(rate.Limit(10/w.scale), 100)},
+	)
 }
