@@ -34,15 +34,21 @@ func FuzzParseKubeconfig(f *testing.F) {
 		if !errors.Is(err, ErrInvalidKubeconfig) {
 			t.Fatalf("error %v does not match ErrInvalidKubeconfig", err)
 		}
-		msg := err.Error()
-		for _, word := range strings.FieldsFunc(string(data), func(r rune) bool {
-			return strings.ContainsRune(" \t\n\r:{}[],\"'", r)
-		}) {
-			if len(word) >= 8 && strings.Contains(msg, word) && !strings.Contains(vocabulary, word) {
-				t.Fatalf("error %q quotes the input (%q)", msg, word)
-			}
-		}
+		quotesNothing(t, err.Error(), data)
 	})
+}
+
+// quotesNothing fails if msg contains a word of 8 or more characters of
+// data that is not part of the errors' own vocabulary.
+func quotesNothing(t *testing.T, msg string, data []byte) {
+	t.Helper()
+	for _, word := range strings.FieldsFunc(string(data), func(r rune) bool {
+		return strings.ContainsRune(" \t\n\r:{}[],\"'", r)
+	}) {
+		if len(word) >= 8 && strings.Contains(msg, word) && !strings.Contains(vocabulary, word) {
+			t.Fatalf("error %q quotes the input (%q)", msg, word)
+		}
+	}
 }
 
 // The Secret → rest.Config path: whatever a kubeconfig Secret holds (any
@@ -70,13 +76,6 @@ func FuzzSecretSource(f *testing.F) {
 		if !errors.Is(err, ErrInvalidKubeconfig) || !strings.Contains(err.Error(), "fleet/c1-kubeconfig") {
 			t.Fatalf("error %v: want ErrInvalidKubeconfig naming the Secret", err)
 		}
-		msg := strings.ReplaceAll(err.Error(), "fleet/c1-kubeconfig", "")
-		for _, word := range strings.FieldsFunc(string(value), func(r rune) bool {
-			return strings.ContainsRune(" \t\n\r:{}[],\"'", r)
-		}) {
-			if len(word) >= 8 && strings.Contains(msg, word) && !strings.Contains(vocabulary, word) {
-				t.Fatalf("error %q quotes the Secret (%q)", msg, word)
-			}
-		}
+		quotesNothing(t, strings.ReplaceAll(err.Error(), "fleet/c1-kubeconfig", ""), value)
 	})
 }
