@@ -41,11 +41,10 @@ func newCCT(env Env) (Strategy, error) {
 	return s, nil
 }
 
-// dial creates the client in the caller's worker and, like
+// dial creates the client in the caller's worker (the World bounds a hang
+// by DialTimeout, CCT's client timeout) and, like
 // createClient/healthCheckCluster, starts the cluster's health checker.
 func (s *cct) dial(ctx context.Context, c int) (*Client, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.env.World.Scaled(DialTimeout))
-	defer cancel()
 	cl, err := s.env.World.Dial(ctx, c)
 	if err != nil {
 		return nil, err
@@ -67,9 +66,7 @@ func (s *cct) healthCheck(c int) {
 			return
 		case <-tick.C:
 		}
-		ctx, cancel := context.WithTimeout(s.ctx, w.Scaled(cctHealthTimeout))
-		err := w.Probe(ctx, c, cctHealthTimeout)
-		cancel()
+		err := w.Probe(s.ctx, c, cctHealthTimeout)
 		if err == nil {
 			failures = 0
 			continue

@@ -83,9 +83,7 @@ func (s *clusterCache) reconcile(c int) time.Duration {
 	a := s.acc[c]
 	s.mu.RUnlock()
 	if a.client != nil {
-		ctx, cancel := context.WithTimeout(s.ctx, w.Scaled(ccProbeTimeout))
-		err := w.Probe(ctx, c, ccProbeTimeout)
-		cancel()
+		err := w.Probe(s.ctx, c, ccProbeTimeout)
 		s.mu.Lock()
 		if err == nil {
 			s.acc[c].failures = 0
@@ -108,9 +106,7 @@ func (s *clusterCache) reconcile(c int) time.Duration {
 			return wait
 		}
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, w.Scaled(DialTimeout))
-	cl, err := w.Dial(ctx, c)
-	cancel()
+	cl, err := w.Dial(s.ctx, c) // a hang ends at DialTimeout
 	s.mu.Lock()
 	if err != nil {
 		s.acc[c].lastFailed = time.Now()
