@@ -124,9 +124,14 @@ func (p *Pool[K, C]) settle(e *entry[K, C], c *call[C], client C, err error, can
 	var toClose []C
 	e.mu.Lock()
 	current := c.gen == e.gen && !e.dead
+	// Another dial of the same cluster may have landed first (a dial that
+	// was in flight when Report opened the breaker, and the probe that
+	// closed it): the client already cached stays, the newcomer is closed.
+	held := e.client.Load()
 	// A successful dial is kept only if it is still wanted: the pool is
-	// open, the cluster not removed, and the breaker closed by it or before.
-	stored := err == nil && current && !p.closed.Load() &&
+	// open, the cluster not removed, the breaker closed by it or before, and
+	// no client cached.
+	stored := err == nil && current && !p.closed.Load() && held == nil &&
 		(e.reject.Load() == nil || (changed && tr.To == breaker.StateClosed))
 	if stored {
 		e.client.Store(&client) // before applyLocked clears reject
@@ -147,6 +152,8 @@ func (p *Pool[K, C]) settle(e *entry[K, C], c *call[C], client C, err error, can
 		c.endLocked(zero, p.errorf(ErrClosed, e, nil))
 	case canceled || !current:
 		c.endLocked(zero, p.errorf(ErrRemoved, e, nil))
+	case err == nil && held != nil:
+		c.endLocked(*held, nil)
 	case err == nil && rej != nil: // dialed fine, but the breaker opened meanwhile
 		c.endLocked(zero, rej)
 	default:

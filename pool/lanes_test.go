@@ -154,3 +154,38 @@ func TestQueuedProbeRetryAfter(t *testing.T) {
 		}
 	})
 }
+
+// A dial in flight when Report opens the breaker, landing after the probe
+// closed it again, must not replace the probe's cached client: that client
+// would never reach OnClose. Found by TestPoolProperties.
+func TestLateDialKeepsCachedClient(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		p := newPool(t, f, Options[string, *client]{MaxConcurrentDials: 2,
+			Breaker: breaker.Settings{ConsecutiveFailures: 1, OpenTimeout: time.Second, DisableJitter: true}})
+		late := getAsync(context.Background(), p, "a")
+		synctest.Wait()
+		first := f.next(t)
+		p.Report("a", errRefused) // opens the breaker while the first dial runs
+		time.Sleep(time.Second)
+		synctest.Wait()
+		f.next(t).succeed() // the probe closes it and caches its client
+		synctest.Wait()
+		probed, ok := p.Peek("a")
+		if !ok {
+			t.Fatal("no client after the probe")
+		}
+		first.succeed()
+		synctest.Wait()
+		if r := <-late; !errors.Is(r.err, ErrWaitTimeout) {
+			t.Fatalf("the first Get: %v, want ErrWaitTimeout (it gave up before)", r.err)
+		}
+		if c, _ := p.Peek("a"); c != probed || probed.closed.Load() != 0 {
+			t.Fatalf("cached %v (probe's %v, closed %d times), want the probe's client, open", c, probed, probed.closed.Load())
+		}
+		if got, err := p.Get(context.Background(), "a"); err != nil || got != probed {
+			t.Fatalf("Get: %v %v, want the probe's client", got, err)
+		}
+		// newPool's cleanup checks that the late dial's client was closed once.
+	})
+}
