@@ -49,10 +49,12 @@ type Proxy struct {
 	mode   atomic.Int32
 	delay  atomic.Int64
 
-	mu     sync.Mutex
-	conns  map[net.Conn]struct{}
-	closed bool
-	wg     sync.WaitGroup
+	mu       sync.Mutex
+	conns    map[net.Conn]struct{}
+	closed   bool
+	accepted uint64        // client connections accepted so far
+	changed  chan struct{} // closed and replaced whenever accepted grows
+	wg       sync.WaitGroup
 }
 
 // New starts a proxy on 127.0.0.1 (a free port) forwarding to target, which
@@ -71,7 +73,7 @@ func New(target string) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("faultproxy: %w", err)
 	}
-	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}, changed: make(chan struct{})}
 	p.wg.Add(1)
 	go p.accept()
 	return p, nil
@@ -83,9 +85,14 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 // Mode returns the current mode.
 func (p *Proxy) Mode() Mode { return Mode(p.mode.Load()) }
 
-// SetMode switches the mode. Connections open at the switch are closed, so
-// that clients notice at once: a held cluster keeps its old connections
-// from working, and a passed one is re-dialed.
+// SetMode switches the mode. Every connection the proxy has accepted is
+// closed, so that clients notice at once: a held cluster keeps its old
+// connections from working, and a passed one is re-dialed. A connection is
+// served in the mode in force when the proxy accepts it: one that a client
+// dialed before the switch but that still waited in the kernel's accept
+// queue is not closed, it is served in the new mode (as a network that
+// fails after the handshake would). Tests that need a connection to count as
+// "open at the switch" wait for [Proxy.WaitAccepted] first.
 func (p *Proxy) SetMode(m Mode) {
 	if Mode(p.mode.Swap(int32(m))) == m {
 		return
@@ -97,6 +104,37 @@ func (p *Proxy) SetMode(m Mode) {
 	}
 }
 
+// Accepted returns how many client connections the proxy has accepted.
+func (p *Proxy) Accepted() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.accepted
+}
+
+// WaitAccepted waits until the proxy has accepted at least n client
+// connections in all, or until timeout passes or the proxy is closed
+// (false).
+func (p *Proxy) WaitAccepted(n uint64, timeout time.Duration) bool {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		p.mu.Lock()
+		got, closed, changed := p.accepted, p.closed, p.changed
+		p.mu.Unlock()
+		if got >= n {
+			return true
+		}
+		if closed {
+			return false
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			return false
+		}
+	}
+}
+
 // SetDelay sets the delay of Delay mode.
 func (p *Proxy) SetDelay(d time.Duration) { p.delay.Store(int64(d)) }
 
@@ -104,6 +142,10 @@ func (p *Proxy) SetDelay(d time.Duration) { p.delay.Store(int64(d)) }
 // goroutines.
 func (p *Proxy) Close() error {
 	p.mu.Lock()
+	if !p.closed {
+		close(p.changed) // wakes WaitAccepted
+		p.changed = make(chan struct{})
+	}
 	p.closed = true
 	for c := range p.conns {
 		c.Close()
@@ -142,6 +184,11 @@ func (p *Proxy) accept() {
 		if !p.track(c) {
 			continue
 		}
+		p.mu.Lock()
+		p.accepted++
+		close(p.changed)
+		p.changed = make(chan struct{})
+		p.mu.Unlock()
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()

@@ -105,10 +105,61 @@ func TestSwitchClosesOpenConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	// net.Dial returns once the kernel queued the connection; only once the
+	// proxy accepted it is it open at the switch (see SetMode).
+	if !p.WaitAccepted(1, 10*time.Second) {
+		t.Fatal("the proxy did not accept the connection")
+	}
 	p.SetMode(Hold)
 	c.SetDeadline(time.Now().Add(5 * time.Second))
 	if _, err := c.Read(make([]byte, 1)); err == nil || strings.Contains(err.Error(), "timeout") {
 		t.Fatalf("read after switch: %v, want the connection closed", err)
+	}
+}
+
+// A connection is served in the mode in force when the proxy accepts it:
+// accepted in Hold, it is held open (not closed), and the next switch
+// closes it.
+func TestConnectionAcceptedAfterSwitchGetsNewMode(t *testing.T) {
+	p, err := New(echo(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	p.SetMode(Hold)
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if !p.WaitAccepted(1, 10*time.Second) {
+		t.Fatal("the proxy did not accept the connection")
+	}
+	c.SetDeadline(time.Now().Add(50 * time.Millisecond))
+	if _, err := c.Write([]byte("hi\n")); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	_, err = c.Read(make([]byte, 1))
+	if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+		t.Fatalf("read of a held connection: %v, want a timeout (held open)", err)
+	}
+	p.SetMode(Pass) // closes it
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Read(make([]byte, 1)); err == nil || strings.Contains(err.Error(), "timeout") {
+		t.Fatalf("read after switch: %v, want the connection closed", err)
+	}
+}
+
+func TestWaitAcceptedEndsOnClose(t *testing.T) {
+	p, err := New(echo(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan bool)
+	go func() { done <- p.WaitAccepted(1, time.Hour) }()
+	p.Close()
+	if <-done {
+		t.Fatal("WaitAccepted reported a connection that never came")
 	}
 }
 
