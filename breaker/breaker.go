@@ -35,8 +35,28 @@ func (s State) String() string {
 // it is half-open with its one probe already out.
 var ErrOpen = errors.New("breaker: circuit open")
 
-// errDiscard is the outcome a discarded ticket reports; gobreaker excludes it.
-var errDiscard = errors.New("breaker: outcome discarded")
+// errDiscard is the outcome a discarded or ignored ticket reports; gobreaker
+// excludes it. errFailure is the outcome of a failure. Only these two errors
+// and nil ever reach gobreaker, so no user callback runs under its lock or
+// the Breaker's.
+var (
+	errDiscard = errors.New("breaker: outcome discarded")
+	errFailure = errors.New("breaker: failure")
+)
+
+// Outcome is a classified result of one request, for [Ticket.Record].
+type Outcome int8
+
+// The outcomes.
+const (
+	// Success resets the failure count (and closes a half-open breaker).
+	Success Outcome = iota
+	// Failure counts toward opening (and re-opens a half-open breaker).
+	Failure
+	// Ignored counts as neither, except for the half-open probe, which
+	// must end in a decision: an ignored probe outcome is a Failure.
+	Ignored
+)
 
 // Transition is one change of state, as returned by the method that caused it.
 type Transition struct {
@@ -83,7 +103,6 @@ func New(s Settings) (*Breaker, error) {
 	}
 	b := &Breaker{s: s.withDefaults()}
 	threshold := b.s.ConsecutiveFailures
-	isFailure := b.s.IsFailure
 	b.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
 		MaxRequests: 1,
 		// The open period is this package's: gobreaker may go half-open at
@@ -92,9 +111,7 @@ func New(s Settings) (*Breaker, error) {
 		ReadyToTrip: func(c gobreaker.Counts) bool {
 			return c.ConsecutiveFailures >= threshold
 		},
-		IsExcluded: func(err error) bool {
-			return err == errDiscard || (err != nil && !isFailure(err))
-		},
+		IsExcluded: func(err error) bool { return err == errDiscard },
 		// Runs under gobreaker's mutex, inside a call made with b.mu held:
 		// record only, never call back into gobreaker.
 		OnStateChange: func(_ string, _, to gobreaker.State) {
@@ -153,21 +170,60 @@ func (b *Breaker) Allow() (Ticket, Transition, bool, error) {
 }
 
 // Done reports the outcome of the ticket's request: nil is a success, an
-// error is a failure if Settings.IsFailure says so and ignored otherwise. It
-// returns the transition the outcome caused, if any. Outcomes of tickets
-// issued before the last change of state are ignored.
+// error is a failure if Settings.IsFailure says so and ignored otherwise
+// (but see [Ticket.Record] for the probe). It returns the transition the
+// outcome caused, if any. Outcomes of tickets issued before the last change
+// of state are ignored. IsFailure runs before any lock is taken: if it
+// panics, the panic reaches the caller and the ticket is still
+// outstanding.
 func (t Ticket) Done(err error) (Transition, bool) {
-	if err == errDiscard {
-		err = nil // a caller cannot forge a discard
+	return t.Record(t.b.Classify(err))
+}
+
+// Classify turns a request's error into an Outcome with
+// Settings.IsFailure: nil is Success. It takes no lock.
+func (b *Breaker) Classify(err error) Outcome {
+	switch {
+	case err == nil:
+		return Success
+	case b.s.IsFailure(err):
+		return Failure
 	}
-	return t.b.finish(t.done, err)
+	return Ignored
+}
+
+// Record reports the ticket's classified outcome and returns the transition
+// it caused, if any. It runs no user code. The half-open probe always ends in
+// a decision: Ignored counts as a Failure for it, so a probe whose error the
+// classifier does not count re-opens the breaker for its next period instead
+// of leaving it half-open for ever.
+func (t Ticket) Record(o Outcome) (Transition, bool) {
+	switch {
+	case o == Success:
+		return t.b.finish(t.done, nil)
+	case o == Failure, t.probe:
+		return t.b.finish(t.done, errFailure)
+	}
+	return t.b.finish(t.done, errDiscard)
 }
 
 // Discard gives the ticket back without an outcome: it counts as neither
 // success nor failure. A discarded probe leaves the breaker half-open and
-// lets the next Allow be the probe.
+// lets the next Allow be the probe; use it only when the request was
+// abandoned for reasons that are not the far end's (shutdown).
 func (t Ticket) Discard() {
 	t.b.finish(t.done, errDiscard)
+}
+
+// Expire ends the current open period now, so that the next Allow is the
+// half-open probe. It does nothing unless the breaker is open. It is for an
+// outside reason to retry early (new credentials, an operator's request).
+func (b *Breaker) Expire() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if now := time.Now(); now.Before(b.openUntil) {
+		b.openUntil = now
+	}
 }
 
 func (b *Breaker) finish(done func(error), err error) (Transition, bool) {

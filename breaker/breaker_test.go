@@ -3,6 +3,7 @@ package breaker
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -162,7 +163,7 @@ func TestIsFailureClassifies(t *testing.T) {
 	tk, _, _, _ = b2.Allow()
 	tk.Done(errDiscard)
 	if n := b2.Snapshot().ConsecutiveFailures; n != 0 {
-		t.Fatalf("Done(errDiscard) must count as a success, not a discard: ConsecutiveFailures=%d", n)
+		t.Fatalf("Done(errDiscard) must not be taken as a discard: ConsecutiveFailures=%d", n)
 	}
 
 	ignored := errors.New("not found")
@@ -207,6 +208,9 @@ func TestValidate(t *testing.T) {
 		{Settings{OpenTimeout: time.Minute, MaxOpenTimeout: time.Second}, "MaxOpenTimeout"},
 		{Settings{Jitter: 1}, "Jitter"},
 		{Settings{Jitter: -0.1}, "Jitter"},
+		{Settings{Jitter: math.NaN()}, "Jitter"},
+		{Settings{OpenTimeout: math.MaxInt64}, "OpenTimeout"},
+		{Settings{MaxOpenTimeout: MaxDuration + 1}, "MaxOpenTimeout"},
 	} {
 		_, err := New(tc.s)
 		if !errors.Is(err, ErrInvalidSettings) || !strings.Contains(err.Error(), tc.field+"=") {
@@ -218,7 +222,78 @@ func TestValidate(t *testing.T) {
 		t.Errorf("MaxOpenTimeout default below a large OpenTimeout: %v", d.MaxOpenTimeout)
 	}
 	if z := (Settings{}).withDefaults(); z.ConsecutiveFailures != 3 || z.OpenTimeout != 5*time.Second ||
-		z.MaxOpenTimeout != 5*time.Minute || z.Jitter != 0.2 {
+		z.MaxOpenTimeout != 30*time.Second || z.Jitter != 0.2 {
 		t.Errorf("zero Settings defaults: %+v", z)
 	}
+}
+
+// A probe whose error the classifier does not count still ends in a
+// decision: the breaker re-opens for its next period instead of staying
+// half-open (and rejecting) for ever.
+func TestIgnoredProbeOutcomeReopens(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ignored := errors.New("not counted")
+		b := mustNew(t, Settings{ConsecutiveFailures: 1, DisableJitter: true,
+			IsFailure: func(err error) bool { return err != nil && err != ignored }})
+		tr := trip(t, b)
+		time.Sleep(tr.OpenFor)
+		probe, _, _, err := b.Allow()
+		if err != nil || !probe.Probe() {
+			t.Fatalf("Allow after the open period: %v", err)
+		}
+		tr, ok := probe.Done(ignored)
+		if !ok || tr.From != StateHalfOpen || tr.To != StateOpen || tr.OpenFor != 2*DefaultOpenTimeout {
+			t.Fatalf("ignored probe outcome: %+v %v, want half-open -> open for %v", tr, ok, 2*DefaultOpenTimeout)
+		}
+		// Ignored outcomes of ordinary tickets still count as nothing.
+		b2 := mustNew(t, Settings{ConsecutiveFailures: 1})
+		tk, _, _, _ := b2.Allow()
+		if tr, ok := tk.Record(Ignored); ok {
+			t.Fatalf("ignored outcome changed state: %+v", tr)
+		}
+	})
+}
+
+// IsFailure runs with no lock held: a panicking classifier leaves the
+// breaker usable.
+func TestPanickingClassifierHoldsNoLock(t *testing.T) {
+	b := mustNew(t, Settings{IsFailure: func(error) bool { panic("classifier bug") }})
+	tk, _, _, _ := b.Allow()
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("the classifier's panic was swallowed")
+			}
+		}()
+		tk.Done(errBoom)
+	}()
+	done := make(chan State, 1)
+	go func() { done <- b.State() }()
+	if s := <-done; s != StateClosed {
+		t.Fatalf("state %v", s)
+	}
+	if _, ok := tk.Record(Failure); ok {
+		t.Fatal("one failure of three changed state")
+	}
+}
+
+// Expire ends the open period at once: the next Allow is the probe.
+func TestExpire(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, Settings{ConsecutiveFailures: 1})
+		b.Expire() // closed: nothing to do
+		if b.State() != StateClosed {
+			t.Fatal("Expire changed a closed breaker")
+		}
+		trip(t, b)
+		if _, _, _, err := b.Allow(); !errors.Is(err, ErrOpen) {
+			t.Fatalf("open breaker allowed: %v", err)
+		}
+		time.Sleep(time.Second) // one second into the 5 s open period
+		b.Expire()
+		probe, tr, changed, err := b.Allow()
+		if err != nil || !probe.Probe() || !changed || tr.To != StateHalfOpen {
+			t.Fatalf("Allow after Expire: %v probe=%v %+v", err, probe.Probe(), tr)
+		}
+	})
 }

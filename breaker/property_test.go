@@ -129,7 +129,7 @@ func (m *model) done(rt *rapid.T) {
 	err := rapid.SampledFrom(outcomes).Draw(rt, "outcome")
 	tr, changed := t.t.Done(err)
 	stale := t.gen != m.gen
-	failure := err != nil && m.s.IsFailure(err)
+	failure := err != nil && (m.s.IsFailure(err) || t.probe) // a probe always ends in a decision
 	var want State
 	wantChange := false
 	switch {

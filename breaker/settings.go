@@ -13,7 +13,7 @@ import (
 const (
 	DefaultConsecutiveFailures = 3
 	DefaultOpenTimeout         = 5 * time.Second
-	DefaultMaxOpenTimeout      = 5 * time.Minute
+	DefaultMaxOpenTimeout      = 30 * time.Second
 	DefaultJitter              = 0.2
 )
 
@@ -29,8 +29,12 @@ type Settings struct {
 	OpenTimeout time.Duration
 
 	// MaxOpenTimeout caps the open period, which doubles after every failed
-	// probe. Zero means DefaultMaxOpenTimeout (5m). It must not be below
-	// OpenTimeout.
+	// probe. Zero means DefaultMaxOpenTimeout (30s, or OpenTimeout if that is
+	// longer). It must not be below OpenTimeout. The cap is the worst-case
+	// delay between a dead cluster coming back and the pool noticing (plus
+	// jitter), and one probe per cap is the steady cost of a dead cluster:
+	// 30s means ≈ 120 dials per hour, what Cluster API's ClusterCache spends
+	// with its fixed 30 s retry.
 	MaxOpenTimeout time.Duration
 
 	// Jitter is the fraction by which every open period is randomly
@@ -44,7 +48,9 @@ type Settings struct {
 
 	// IsFailure reports whether an outcome counts as a failure. Outcomes for
 	// which it returns false are neither failures nor successes: they do not
-	// change the counts. nil means DefaultIsFailure.
+	// change the counts, except for the half-open probe, which always ends
+	// in a decision (an uncounted error re-opens the breaker). It is called
+	// without any lock held; nil means DefaultIsFailure.
 	IsFailure func(err error) bool
 }
 
@@ -54,6 +60,10 @@ type Settings struct {
 func DefaultIsFailure(err error) bool {
 	return err != nil && !errors.Is(err, context.Canceled)
 }
+
+// MaxDuration bounds every duration of Settings (and of the pool's options):
+// a longer one is refused rather than overflowing a deadline.
+const MaxDuration = 365 * 24 * time.Hour
 
 // ErrInvalidSettings is matched (errors.Is) by every error [New] and
 // [Settings.Validate] return.
@@ -65,8 +75,16 @@ func (s Settings) Validate() error {
 	if err := opt.FirstNegative("", opt.F("OpenTimeout", s.OpenTimeout), opt.F("MaxOpenTimeout", s.MaxOpenTimeout)); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidSettings, err)
 	}
-	if s.Jitter < 0 || s.Jitter >= 1 {
+	if !(s.Jitter >= 0 && s.Jitter < 1) { // also refuses NaN
 		return invalid("Jitter", s.Jitter, "must be in [0, 1)")
+	}
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"OpenTimeout", s.OpenTimeout}, {"MaxOpenTimeout", s.MaxOpenTimeout}} {
+		if f.d > MaxDuration {
+			return invalid(f.name, f.d, fmt.Sprintf("must not exceed %v", MaxDuration))
+		}
 	}
 	d := s.withDefaults()
 	if d.MaxOpenTimeout < d.OpenTimeout {

@@ -6,137 +6,148 @@ import (
 	"fmt"
 	"time"
 
-	"golang.org/x/sync/semaphore"
-
 	"github.com/clusterpool/clusterpool/breaker"
 	"github.com/clusterpool/clusterpool/tracing"
 )
 
+// A dial's life: newCallLocked registers it on its entry, submit queues it
+// in the lanes, startLocked runs it on its own goroutine under an enforced
+// deadline, and finish settles it exactly once — whoever comes first of the
+// dialer returning, the deadline (expire), Remove or Close of a queued dial,
+// or Close giving up on a dialer that ignores its context.
+
 // startDialLocked starts the dial callers of e will join. The breaker must
 // be closed (e.reject is nil).
-func (p *Pool[K, C]) startDialLocked(e *entry[K, C]) (*call[C], error) {
-	ticket, _, _, err := e.brk.Allow()
+func (p *Pool[K, C]) startDialLocked(e *entry[K, C]) (*call[K, C], error) {
+	ticket, _, _, err := e.ls.brk.Allow()
 	if err != nil {
 		// Unreachable while reject is nil; kept as a rejection, not a panic.
 		return nil, &Error{Kind: ErrCircuitOpen, Cluster: e.name, Cause: err}
 	}
-	if !p.track() {
-		ticket.Discard()
+	c := p.newCallLocked(e, ticket, false)
+	if !p.submit(c) {
+		p.dropLocked(c)
 		return nil, p.errorf(ErrClosed, e, nil)
 	}
-	c := p.newCallLocked(e, false)
-	go func() {
-		defer p.wg.Done()
-		p.runDial(e, c, ticket)
-	}()
 	return c, nil
 }
 
-// newCallLocked registers a new dial of e as e.call and starts its span.
-func (p *Pool[K, C]) newCallLocked(e *entry[K, C], probe bool) *call[C] {
-	ctx, cancel := context.WithCancel(p.ctx)
-	c := &call[C]{done: make(chan struct{}), gen: e.gen, cancel: cancel, queued: make(chan struct{}),
-		suspect: probe || e.brk.Snapshot().ConsecutiveFailures > 0}
-	c.ctx, c.span = p.rec.StartDial(ctx, e.name, probe)
-	e.call = c
-	e.running++
+// dropLocked settles a call that never started (the pool closed before it
+// was queued, or Remove took it out of the queue). No client exists and no
+// breaker transition follows, so nothing is left for after the lock.
+func (p *Pool[K, C]) dropLocked(c *call[K, C]) {
+	p.settleLocked(c, result[C]{canceled: true})
+	p.rec.EndDial(c.span, tracing.DialCanceled, 0, nil)
+}
+
+// newCallLocked registers a new dial of e as e's joinable call and starts
+// its span.
+func (p *Pool[K, C]) newCallLocked(e *entry[K, C], ticket breaker.Ticket, probe bool) *call[K, C] {
+	c := &call[K, C]{e: e, done: make(chan struct{}), gen: e.ls.gen, probe: probe, ticket: ticket,
+		suspect: probe || e.ls.brk.Snapshot().ConsecutiveFailures > 0}
+	_, c.span = p.rec.StartDial(context.Background(), e.name, probe)
+	e.ls.call = c
+	e.ls.pending++
 	return c
 }
 
-// runDial runs one dial of e on the calling goroutine, which the pool
-// tracks: it takes e's permit, then a pool-wide one, calls the dialer under
-// DialTimeout, and settles the outcome.
-func (p *Pool[K, C]) runDial(e *entry[K, C], c *call[C], ticket breaker.Ticket) {
-	start := time.Now()
-	client, err := p.dialWithPermits(e, c)
-	canceled := c.ctx.Err() != nil // Close or Remove: not the cluster's fault
-	res := tracing.DialSuccess
-	switch {
-	case canceled:
-		res = tracing.DialCanceled
-	case errors.Is(err, ErrDialPanic):
-		res = tracing.DialPanic
-	case err != nil:
-		res = tracing.DialError
+// result is how a dial ended, as given to finish.
+type result[C any] struct {
+	client C
+	err    error
+	o      breaker.Outcome // err classified, outside any lock
+	took   time.Duration
+	// canceled: Close or Remove canceled the dial; not the cluster's fault.
+	canceled bool
+	// dialer: the dialer returned (false: the deadline, Remove or Close
+	// settled the dial without it).
+	dialer bool
+	// abandoned: Close gave up waiting for the dialer.
+	abandoned bool
+}
+
+// runDial calls the dialer for c on c's goroutine and settles the result.
+func (p *Pool[K, C]) runDial(c *call[K, C]) {
+	defer p.dialerDone(c)
+	ctx, cancel := context.WithDeadline(c.ctx, time.Unix(0, c.deadline.Load()))
+	defer cancel()
+	client, err := p.safeDial(ctx, c.span, c.e.key)
+	r := result[C]{client: client, err: err, dialer: true, canceled: c.ctx.Err() != nil,
+		took: time.Since(time.Unix(0, c.started.Load()))}
+	if !r.canceled {
+		r.o = p.classify(&c.e.set, err)
 	}
+	p.finish(c, r)
+}
+
+// expire settles c as a timeout failure at its deadline if the dialer has
+// not returned: the pool's DialTimeout holds whatever the dialer does. A
+// dialer that returns later has its client passed to OnClose.
+func (p *Pool[K, C]) expire(c *call[K, C]) {
+	err := fmt.Errorf("dial did not return by its deadline (%v): %w", c.e.set.dialTimeout, context.DeadlineExceeded)
+	p.finish(c, result[C]{err: err, o: p.classify(&c.e.set, err), canceled: c.ctx.Err() != nil,
+		took: c.e.set.dialTimeout})
+}
+
+// finish settles c with r unless it is settled already; a client the
+// dialer returns after that is passed to OnClose.
+func (p *Pool[K, C]) finish(c *call[K, C], r result[C]) {
+	e := c.e
+	e.mu.Lock()
+	if c.settled {
+		e.mu.Unlock()
+		if r.dialer && !isZero(r.client) {
+			p.closeClient(e.key, r.client)
+		}
+		return
+	}
+	toClose, res := p.settleLocked(c, r)
+	e.mu.Unlock()
+	p.afterSettle(c, toClose, res, r)
+}
+
+// afterSettle does what settling leaves for after the entry's lock.
+func (p *Pool[K, C]) afterSettle(c *call[K, C], toClose []C, res tracing.DialResult, r result[C]) {
+	p.closeAll(c.e.key, toClose)
+	p.rec.EndDial(c.span, res, r.took, r.err)
+	p.cancelCall(c)
+}
+
+// settleLocked is the one place a dial's outcome is applied: the lane is
+// released, the breaker told, the client cached or closed, the waiters
+// woken, the entry reaped if it was removed. It returns the clients to pass
+// to OnClose once e.mu is released.
+func (p *Pool[K, C]) settleLocked(c *call[K, C], r result[C]) (toClose []C, res tracing.DialResult) {
+	e := c.e
+	c.settled = true
+	p.release(c)
+	current := c.gen == e.ls.gen && !e.ls.dead
 	var tr breaker.Transition
 	var changed bool
-	if canceled {
-		ticket.Discard()
+	if r.canceled || r.abandoned || !current {
+		c.ticket.Discard()
 	} else {
-		tr, changed = ticket.Done(err)
+		tr, changed = c.ticket.Record(r.o)
 	}
-	p.settle(e, c, client, err, canceled, tr, changed)
-	p.rec.EndDial(c.span, res, time.Since(start), err)
-	c.cancel()
-}
-
-// dialWithPermits calls the dialer holding e's permit, for a suspect dial a
-// permit of the suspect lane, and a pool-wide permit. A nil error means
-// client is valid.
-func (p *Pool[K, C]) dialWithPermits(e *entry[K, C], c *call[C]) (client C, err error) {
-	if err := e.sem.Acquire(c.ctx, 1); err != nil {
-		return client, err
+	ok := r.err == nil && r.dialer
+	if ok && !r.canceled {
+		p.lat.observe(r.took)
 	}
-	defer e.sem.Release(1)
-	if c.suspect {
-		if err := acquirePooled(c, p.suspect); err != nil {
-			return client, err
-		}
-		defer p.suspect.Release(1)
-	}
-	if err := acquirePooled(c, p.total); err != nil {
-		return client, err
-	}
-	defer p.total.Release(1)
-	ctx, cancel := context.WithTimeout(c.ctx, p.opts.DialTimeout)
-	defer cancel()
-	if d, ok := ctx.Deadline(); ok {
-		c.deadline.Store(d.UnixNano())
-	}
-	return p.safeDial(ctx, e.key)
-}
-
-// acquirePooled takes one permit of a pool-wide semaphore for c, first
-// telling c's waiters when it has to queue for it.
-func acquirePooled[C any](c *call[C], s *semaphore.Weighted) error {
-	if s.TryAcquire(1) {
-		return nil
-	}
-	c.markQueued()
-	return s.Acquire(c.ctx, 1)
-}
-
-// safeDial calls the dialer, turning a panic into an ErrDialPanic error.
-func (p *Pool[K, C]) safeDial(ctx context.Context, key K) (client C, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			var zero C
-			client, err = zero, fmt.Errorf("%w: %v", ErrDialPanic, r)
-		}
-	}()
-	return p.dial(ctx, key)
-}
-
-// settle records a dial's outcome on e: caches or closes the client, applies
-// the breaker transition, and wakes the call's waiters.
-func (p *Pool[K, C]) settle(e *entry[K, C], c *call[C], client C, err error, canceled bool, tr breaker.Transition, changed bool) {
-	var toClose []C
-	e.mu.Lock()
-	current := c.gen == e.gen && !e.dead
-	// Another dial of the same cluster may have landed first (a dial that
-	// was in flight when Report opened the breaker, and the probe that
-	// closed it): the client already cached stays, the newcomer is closed.
+	// Another dial of the same cluster may have landed first (one that was
+	// in flight when Report opened the breaker, and the probe that closed
+	// it): the client already cached stays, the newcomer is closed. A
+	// client is kept only if it is still wanted: the pool open, the cluster
+	// not removed, the breaker closed by this dial or before.
 	held := e.client.Load()
-	// A successful dial is kept only if it is still wanted: the pool is
-	// open, the cluster not removed, the breaker closed by it or before, and
-	// no client cached.
-	stored := err == nil && current && !p.closed.Load() && held == nil &&
+	stored := ok && current && !r.canceled && !p.closed.Load() && held == nil &&
 		(e.reject.Load() == nil || (changed && tr.To == breaker.StateClosed))
+	if !r.canceled && !r.abandoned && current {
+		e.ls.lastTook = max(r.took, time.Nanosecond)
+	}
 	if stored {
-		e.client.Store(&client) // before applyLocked clears reject
-	} else if err == nil {
-		toClose = append(toClose, client)
+		e.client.Store(&r.client) // before applyLocked clears reject
+	} else if r.dialer && !isZero(r.client) { // also a client returned with an error
+		toClose = append(toClose, r.client)
 	}
 	if changed && current {
 		toClose = append(toClose, p.applyLocked(e, tr, c.span)...)
@@ -147,29 +158,40 @@ func (p *Pool[K, C]) settle(e *entry[K, C], c *call[C], client C, err error, can
 	var zero C
 	switch rej := e.reject.Load(); {
 	case stored:
-		c.endLocked(client, nil)
+		c.endLocked(r.client, nil)
 	case p.closed.Load():
 		c.endLocked(zero, p.errorf(ErrClosed, e, nil))
-	case canceled || !current:
+	case r.canceled || !current:
 		c.endLocked(zero, p.errorf(ErrRemoved, e, nil))
-	case err == nil && held != nil:
+	case ok && held != nil:
 		c.endLocked(*held, nil)
-	case err == nil && rej != nil: // dialed fine, but the breaker opened meanwhile
+	case ok && rej != nil: // dialed fine, but the breaker opened meanwhile
 		c.endLocked(zero, rej)
 	default:
-		de := &Error{Kind: ErrDialFailed, Cluster: e.name, Cause: err}
+		de := &Error{Kind: ErrDialFailed, Cluster: e.name, Cause: r.err}
 		if changed && tr.To == breaker.StateOpen {
 			de.RetryAt = tr.At.Add(tr.OpenFor)
 		}
 		c.endLocked(zero, de)
 	}
-	if e.call == c {
-		e.call = nil
+	if e.ls.call == c {
+		e.ls.call = nil
 	}
-	e.running--
+	e.ls.pending--
 	p.reapLocked(e)
-	e.mu.Unlock()
-	for _, cl := range toClose {
-		p.opts.OnClose(e.key, cl)
+	return toClose, dialResult(r)
+}
+
+func dialResult[C any](r result[C]) tracing.DialResult {
+	switch {
+	case r.abandoned:
+		return tracing.DialAbandoned
+	case r.canceled:
+		return tracing.DialCanceled
+	case errors.Is(r.err, ErrDialPanic):
+		return tracing.DialPanic
+	case r.err != nil:
+		return tracing.DialError
 	}
+	return tracing.DialSuccess
 }

@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"container/list"
 	"context"
 	"sync"
 	"sync/atomic"
@@ -14,97 +15,168 @@ import (
 
 // entry is the pool's state for one cluster key.
 //
-// client and reject are read without e.mu (the hit and the rejection are
-// lock-free) and written only with e.mu held. Invariants, with e.mu held:
+// client and reject are read without mu (the hit and the instant rejection
+// are lock-free) and written only with mu held. Invariants, with mu held:
 // client != nil implies reject == nil; reject != nil exactly while the
-// breaker is not closed; call != nil while a dial callers may join is in
-// flight.
+// breaker is not closed.
 type entry[K comparable, C any] struct {
 	key  K
-	name string // Options.FormatKey(key)
-	sem  *semaphore.Weighted
+	name string      // Options.FormatKey(key)
+	set  keySettings // the key's settings, Options.ForKey applied
 
 	client atomic.Pointer[C]     // the connected client, or nil
 	reject atomic.Pointer[Error] // ErrCircuitOpen error of the open period, or nil
 	state  atomic.Int32          // breaker.State as last transitioned, for telemetry
 
-	mu      sync.Mutex
-	brk     *breaker.Breaker // replaced by Remove
-	call    *call[C]         // the dial callers join, or nil
-	gen     uint64           // bumped by Remove; older dials never cache
-	running int              // dials holding or queued for sem
-	probe   *time.Timer      // the scheduled half-open probe, or nil
-	removed bool             // Remove ran and no Get used the entry since
-	dead    bool             // deleted from the map: a Get that finds it retries
+	// sem holds one permit per running dial of the key
+	// (MaxConcurrentDials); taken and released under the pool's lanes.mu.
+	sem *semaphore.Weighted
+
+	mu sync.Mutex
+	ls entryState[K, C] // guarded by mu
+}
+
+// entryState is everything of an entry that its mu guards.
+type entryState[K comparable, C any] struct {
+	brk *breaker.Breaker // replaced by Remove
+	// call is the dial callers join (queued or running), or nil. Other
+	// dials of the key may still be pending: one canceled by Remove, or
+	// one that was running when Report opened the breaker.
+	call *call[K, C]
+	// pending counts dials of the key not yet settled, call included.
+	pending int
+	gen     uint64      // bumped by Remove; older dials never cache
+	probe   *time.Timer // the scheduled half-open probe, or nil
+	// lastTook is how long the key's last dial took, whatever its outcome
+	// (0: none yet; a canceled dial does not count).
+	lastTook time.Duration
+	removed  bool // Remove ran and nothing used the entry since
+	dead     bool // deleted from the map: a Get that finds it retries
 }
 
 func (e *entry[K, C]) breakerState() breaker.State { return breaker.State(e.state.Load()) }
 
-// entry returns key's entry, creating it if needed.
-func (p *Pool[K, C]) entry(key K) *entry[K, C] {
-	if v, ok := p.entries.Load(key); ok {
-		return v.(*entry[K, C])
-	}
-	e := &entry[K, C]{
-		key:  key,
-		name: p.opts.FormatKey(key),
-		sem:  semaphore.NewWeighted(p.opts.MaxConcurrentDials),
-		brk:  p.newBreaker(),
-	}
-	v, loaded := p.entries.LoadOrStore(key, e)
-	if !loaded {
-		p.rec.ClusterAdded(breaker.StateClosed.String())
-	}
-	return v.(*entry[K, C])
-}
+// lane is where a dial stands in the pool's lanes.
+type lane uint8
 
-// call is one dial and its result. done is closed once the result is set;
-// client and err are read only after that.
-type call[C any] struct {
+const (
+	laneNone   lane = iota // not submitted yet, or released
+	laneQueued             // waiting in the queue for a slot
+	laneNormal             // running in the normal lane (MaxTotalDials)
+	laneSlow               // running, moved to the slow lane (MaxSlowDials)
+)
+
+// call is one dial and its result. done is closed once client and err are
+// set; they are read only after that.
+type call[K comparable, C any] struct {
+	e      *entry[K, C]
 	done   chan struct{}
 	client C
 	err    error
-	ended  bool // done is closed (guarded by the entry's mu)
 
-	gen      uint64
-	ctx      context.Context // the pool's context, with the dial span; canceled by Remove and Close
-	cancel   context.CancelFunc
-	span     trace.Span
-	deadline atomic.Int64 // UnixNano when the dialer's deadline passes; 0 while queued
+	gen     uint64
+	probe   bool           // the half-open probe
+	suspect bool           // probe, or the key failed its last dial or use
+	ticket  breaker.Ticket // the breaker's permission for this dial
+	span    trace.Span
+	seq     uint64 // submission order, for FIFO across the queues
 
-	// suspect: the cluster failed its last dial or use, or this is the
-	// half-open probe; the dial takes a permit of Pool.suspect too.
-	suspect bool
-	// queued is closed when the dial has to wait for a pool-wide permit;
-	// waiters stop waiting for it then.
-	queued chan struct{}
-}
+	started  atomic.Int64 // UnixNano when the dialer was called; 0 while queued
+	deadline atomic.Int64 // UnixNano of the enforced DialTimeout; 0 while queued
 
-// markQueued wakes the call's waiters: it cannot start soon. Called only by
-// the dial's goroutine, so the check and the close do not race.
-func (c *call[C]) markQueued() {
-	select {
-	case <-c.queued:
-	default:
-		close(c.queued)
-	}
+	// Guarded by the entry's mu:
+	published bool // done is closed (waiters woken; may precede settled)
+	settled   bool // the outcome was applied and the lane released, once
+
+	// Guarded by the pool's lanes.mu. ctx is made when the dial starts (a
+	// queued dial has none: thousands of children of the pool's context
+	// would contend on its lock); the dial's goroutine reads it after
+	// that.
+	lane     lane
+	elem     *list.Element // in the queue or the running list
+	expiry   *time.Timer   // enforces the deadline; nil unless running
+	ctx      context.Context
+	cancel   context.CancelFunc // canceled by Remove and Close
+	canceled bool               // Remove or Close canceled the dial
 }
 
 // retryAt is when the call is sure to have ended: its deadline once the
-// dialer runs, a whole DialTimeout from now while it waits for a permit.
-func (c *call[C]) retryAt(dialTimeout time.Duration) time.Time {
+// dialer runs, a whole DialTimeout from now while it is queued.
+func (c *call[K, C]) retryAt() time.Time {
 	if d := c.deadline.Load(); d != 0 {
 		return time.Unix(0, d)
 	}
-	return time.Now().Add(dialTimeout)
+	return time.Now().Add(c.e.set.dialTimeout)
 }
 
 // endLocked publishes the call's result and wakes its waiters, once.
-func (c *call[C]) endLocked(client C, err error) {
-	if c.ended {
+func (c *call[K, C]) endLocked(client C, err error) {
+	if c.published {
 		return
 	}
-	c.ended = true
+	c.published = true
 	c.client, c.err = client, err
 	close(c.done)
+}
+
+// entry returns key's entry, creating it if needed. It fails only when
+// Options.ForKey gives invalid settings for a new key; nothing is kept then.
+func (p *Pool[K, C]) entry(key K) (*entry[K, C], error) {
+	if v, ok := p.entries.Load(key); ok {
+		return v.(*entry[K, C]), nil
+	}
+	name := p.format(key)
+	set, err := p.settingsFor(key, name)
+	if err != nil {
+		return nil, err
+	}
+	brk, err := breaker.New(set.breaker)
+	if err != nil { // validated; kept as an error, not a panic
+		return nil, &Error{Kind: ErrInvalidOptions, Cluster: name, Cause: err}
+	}
+	e := &entry[K, C]{key: key, name: name, set: set, sem: semaphore.NewWeighted(p.opts.MaxConcurrentDials)}
+	e.ls.brk = brk
+	v, loaded := p.entries.LoadOrStore(key, e)
+	if loaded {
+		return v.(*entry[K, C]), nil
+	}
+	p.rec.ClusterAdded(breaker.StateClosed.String())
+	if p.closed.Load() {
+		// Close may have swept the map before this store: take the entry
+		// out again, so that nothing is left behind after Close returns.
+		e.mu.Lock()
+		p.forgetLocked(e)
+		e.mu.Unlock()
+		return nil, &Error{Kind: ErrClosed, Cluster: name}
+	}
+	return e, nil
+}
+
+// forgetLocked deletes e from the map, once.
+func (p *Pool[K, C]) forgetLocked(e *entry[K, C]) {
+	if e.ls.dead {
+		return
+	}
+	e.ls.dead = true
+	if p.entries.CompareAndDelete(e.key, e) {
+		p.rec.ClusterRemoved(e.breakerState().String())
+	}
+}
+
+// reapLocked deletes a removed entry from the map once nothing of it is
+// left, so that its dial bound holds until then.
+func (p *Pool[K, C]) reapLocked(e *entry[K, C]) {
+	if e.ls.removed && e.ls.pending == 0 && e.ls.probe == nil && e.client.Load() == nil {
+		p.forgetLocked(e)
+	}
+}
+
+// ended reports whether the call's result is published.
+func (c *call[K, C]) ended() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
 }

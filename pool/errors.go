@@ -12,24 +12,24 @@ var (
 	// dial goes on; when it succeeds a Connected event is sent. If the
 	// caller's own deadline was the bound, the error also matches
 	// context.DeadlineExceeded.
-	ErrWaitTimeout = errors.New("clusterpool: timed out waiting for a dial")
+	ErrWaitTimeout = errors.New("pool: timed out waiting for a dial")
 
 	// ErrCircuitOpen: the cluster's breaker is open (or half-open, with the
 	// pool's probe out); the dialer was not called.
-	ErrCircuitOpen = errors.New("clusterpool: circuit open")
+	ErrCircuitOpen = errors.New("pool: circuit open")
 
 	// ErrClosed: the pool is closed, or was closed during the wait.
-	ErrClosed = errors.New("clusterpool: pool closed")
+	ErrClosed = errors.New("pool: pool closed")
 
 	// ErrRemoved: the cluster was removed during the wait.
-	ErrRemoved = errors.New("clusterpool: cluster removed")
+	ErrRemoved = errors.New("pool: cluster removed")
 
 	// ErrDialFailed: the dial waited for ended with an error, which the
 	// returned error also wraps.
-	ErrDialFailed = errors.New("clusterpool: dial failed")
+	ErrDialFailed = errors.New("pool: dial failed")
 
 	// ErrDialPanic: the dialer panicked; wrapped in an ErrDialFailed error.
-	ErrDialPanic = errors.New("clusterpool: dialer panicked")
+	ErrDialPanic = errors.New("pool: dialer panicked")
 )
 
 // Error is the type of every error the pool returns except the caller's own

@@ -24,9 +24,11 @@ const (
 	BreakerHalfOpen
 	// BreakerClosed: a probe succeeded and the breaker closed.
 	BreakerClosed
+	// Removed: Remove forgot the cluster (not connected, breaker reset).
+	Removed
 )
 
-var eventNames = [...]string{"", "Connected", "Disconnected", "BreakerOpened", "BreakerHalfOpen", "BreakerClosed"}
+var eventNames = [...]string{"", "Connected", "Disconnected", "BreakerOpened", "BreakerHalfOpen", "BreakerClosed", "Removed"}
 
 // String returns the type's name, such as "Connected".
 func (t EventType) String() string {
@@ -70,18 +72,18 @@ func (p *Pool[K, C]) Subscribe(ctx context.Context) <-chan Event[K] {
 		close(s.out)
 		return s.out
 	}
-	p.subMu.Lock()
+	p.mu.Lock()
 	p.subs[s] = struct{}{}
-	p.subMu.Unlock()
+	p.mu.Unlock()
 	go func() {
 		defer p.wg.Done()
 		defer close(s.out)
 		defer func() {
-			p.subMu.Lock()
+			p.mu.Lock()
 			delete(p.subs, s)
-			p.subMu.Unlock()
+			p.mu.Unlock()
 		}()
-		s.run(ctx, p.closing)
+		s.run(ctx, p.ctx.Done())
 	}()
 	return s.out
 }
@@ -94,8 +96,8 @@ func (p *Pool[K, C]) publishLocked(e *entry[K, C], t EventType, at time.Time) {
 
 // publish hands ev to every subscriber without blocking.
 func (p *Pool[K, C]) publish(ev Event[K]) {
-	p.subMu.RLock()
-	defer p.subMu.RUnlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	for s := range p.subs {
 		s.push(ev)
 	}

@@ -60,7 +60,7 @@ func TestFaultsFirstDial(t *testing.T) {
 		{fault: "flap", want: ErrDialFailed, after: [][]EventType{opened, halfOpen, closedUp}, up: true},
 		{fault: "panic", want: ErrDialPanic, after: [][]EventType{opened}},
 		{fault: "cancel", want: context.Canceled, after: [][]EventType{connected}, up: true},
-		{fault: "remove", want: ErrRemoved},
+		{fault: "remove", want: ErrRemoved, after: [][]EventType{{Removed}}},
 		{fault: "close", want: ErrClosed},
 	})
 }
@@ -103,7 +103,7 @@ func TestFaultsEstablished(t *testing.T) {
 		{fault: "slow", up: true},
 		{fault: "flap", after: [][]EventType{evicted, halfOpen, closedUp}, up: true},
 		{fault: "cancel", up: true},
-		{fault: "remove", after: [][]EventType{{Disconnected}, connected}, up: true},
+		{fault: "remove", after: [][]EventType{{Disconnected, Removed}, connected}, up: true},
 		{fault: "close", want: ErrClosed},
 	})
 }
@@ -150,7 +150,7 @@ func TestFaultsHalfOpenProbe(t *testing.T) {
 		{fault: "flap", after: [][]EventType{opened, halfOpen, closedUp}, up: true},
 		{fault: "panic", want: ErrCircuitOpen, after: [][]EventType{opened}},
 		{fault: "cancel", want: ErrCircuitOpen, after: [][]EventType{closedUp}, up: true},
-		{fault: "remove", after: [][]EventType{connected}, up: true},
+		{fault: "remove", after: [][]EventType{{Removed}, connected}, up: true},
 		{fault: "close", want: ErrClosed},
 	})
 }

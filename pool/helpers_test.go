@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
-	"golang.org/x/sync/semaphore"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -142,40 +141,21 @@ func newPool(t *testing.T, f *fakeDialer, o Options[string, *client]) *Pool[stri
 		t.Fatalf("New: %v", err)
 	}
 	t.Cleanup(func() {
-		var sems []*semaphore.Weighted
-		p.entries.Range(func(_, v any) bool {
-			sems = append(sems, v.(*entry[string, *client]).sem)
-			return true
-		})
 		if err := p.Close(); err != nil {
 			t.Errorf("Close: %v", err)
 		}
-		checkNoPermitLeak(t, p, sems...)
+		checkNoPermitLeak(t, p)
 		f.checkClosedOnce(t)
 	})
 	return p
 }
 
-// checkNoPermitLeak fails if any semaphore permit is held once the pool's
-// goroutines are gone.
-func checkNoPermitLeak(t reporter, p *Pool[string, *client], clusters ...*semaphore.Weighted) {
+// checkNoPermitLeak fails if any dial holds or waits for a slot once the
+// pool is closed.
+func checkNoPermitLeak(t reporter, p *Pool[string, *client]) {
 	t.Helper()
-	if !p.total.TryAcquire(p.opts.MaxTotalDials) {
-		t.Errorf("pool-wide semaphore: permits leaked")
-	} else {
-		p.total.Release(p.opts.MaxTotalDials)
-	}
-	if n := suspectPermits(p.opts.MaxTotalDials); !p.suspect.TryAcquire(n) {
-		t.Errorf("suspect-lane semaphore: permits leaked")
-	} else {
-		p.suspect.Release(n)
-	}
-	for i, s := range clusters {
-		if !s.TryAcquire(p.opts.MaxConcurrentDials) {
-			t.Errorf("cluster semaphore %d: permits leaked", i)
-		} else {
-			s.Release(p.opts.MaxConcurrentDials)
-		}
+	if !p.idle() {
+		t.Errorf("dial slots held or queued after Close")
 	}
 }
 

@@ -227,50 +227,58 @@ func TestLateSuccessIsCachedAndAnnounced(t *testing.T) {
 	})
 }
 
-// waitOnHang starts a Get whose dial hangs and returns how long it waited,
-// then fails the dial.
+// waitOnHang starts a Get whose dial hangs and returns how long it waited;
+// the dial goes on until its deadline.
 func waitOnHang(t *testing.T, p *Pool[string, *client], f *fakeDialer, key string) time.Duration {
 	t.Helper()
 	start := time.Now()
 	res := getAsync(context.Background(), p, key)
 	synctest.Wait()
-	dial := f.next(t)
+	f.next(t) // hangs: the fake returns at its context's deadline
 	r := <-res
 	if !errors.Is(r.err, ErrWaitTimeout) {
 		t.Fatalf("Get: %v, want ErrWaitTimeout", r.err)
 	}
-	dial.fail(context.DeadlineExceeded)
-	synctest.Wait()
 	return r.at.Sub(start)
 }
 
-// Rule 5: the wait bound halves with every consecutive failure.
-func TestWaitShrinksWithFailures(t *testing.T) {
+// Rule 5: a Get waits only for a dial expected to end within its bound.
+// A cluster whose last dial hung until its deadline is not waited for
+// (ErrWaitTimeout at once, RetryAfter the deadline of the dial in flight);
+// one refused at once is; a success restores the wait.
+func TestWaitSkipsHangingCluster(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake()
 		p := newPool(t, f, Options[string, *client]{MaxWait: 80 * time.Millisecond,
 			Breaker: breaker.Settings{ConsecutiveFailures: 10}})
-		for i, want := range []time.Duration{80, 40, 20, 10, 5} {
-			if got := waitOnHang(t, p, f, "a"); got != want*time.Millisecond {
-				t.Fatalf("wait %d: %v, want %v", i, got, want*time.Millisecond)
-			}
+		if got := waitOnHang(t, p, f, "a"); got != 80*time.Millisecond {
+			t.Fatalf("first wait: %v, want the whole 80ms (nothing known yet)", got)
 		}
-		if s := p.State("a"); s.ConsecutiveFailures != 5 || s.Breaker != breaker.StateClosed {
-			t.Fatalf("state %+v", s)
+		time.Sleep(DefaultDialTimeout) // the first dial hangs until its deadline
+		synctest.Wait()
+		start := time.Now()
+		r := <-getAsync(context.Background(), p, "a")
+		if !errors.Is(r.err, ErrWaitTimeout) || r.at != start {
+			t.Fatalf("Get after a hung dial: %v after %v, want ErrWaitTimeout at once", r.err, r.at.Sub(start))
 		}
-		// A success restores the full bound.
+		if d, ok := RetryAfter(r.err); !ok || d != DefaultDialTimeout {
+			t.Errorf("RetryAfter=%v,%v, want the dial's deadline %v", d, ok, DefaultDialTimeout)
+		}
+		synctest.Wait()
+		f.next(t).fail(errRefused) // refused at once: the next dial is waited for
+		synctest.Wait()
 		res := getAsync(context.Background(), p, "a")
 		synctest.Wait()
 		f.next(t).succeed()
-		<-res
-		p.Report("a", errRefused) // one failure: half the bound again
-		if s := p.State("a"); s.ConsecutiveFailures != 1 {
-			t.Fatalf("after success and a reported error: %+v", s)
+		if r := <-res; r.err != nil || r.at != start {
+			t.Fatalf("Get after a refused dial: %v after %v, want the client", r.err, r.at.Sub(start))
+		}
+		if s := p.State("a"); s.ConsecutiveFailures != 0 || s.Breaker != breaker.StateClosed {
+			t.Fatalf("state %+v", s)
 		}
 	})
 }
 
-// failDial runs one Get whose dial fails at once with err.
 func failDial(t *testing.T, p *Pool[string, *client], f *fakeDialer, key string, err error) error {
 	t.Helper()
 	res := getAsync(context.Background(), p, key)

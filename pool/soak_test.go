@@ -289,6 +289,9 @@ func soakWorker(ctx context.Context, p *Pool[string, *client], fleet *soakFleet,
 		}
 		if err != nil {
 			var pe *Error
+			if err == context.DeadlineExceeded && gctx.Err() != nil {
+				continue // a deadline already passed: the caller's own error, as is
+			}
 			if !errors.As(err, &pe) || pe.Cluster != k {
 				st.bad = append(st.bad, err)
 			}

@@ -37,14 +37,14 @@ func (p *Pool[K, C]) State(key K) ClusterState {
 	e := v.(*entry[K, C])
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.dead {
+	if e.ls.dead {
 		return ClusterState{}
 	}
-	s := e.brk.Snapshot()
+	s := e.ls.brk.Snapshot()
 	return ClusterState{
 		Known:               true,
 		Connected:           e.client.Load() != nil,
-		Dialing:             e.call != nil,
+		Dialing:             e.ls.call != nil,
 		Breaker:             s.State,
 		ConsecutiveFailures: s.ConsecutiveFailures,
 		Opens:               s.Opens,
@@ -70,7 +70,7 @@ func (p *Pool[K, C]) Keys() []K {
 	p.entries.Range(func(k, v any) bool {
 		e := v.(*entry[K, C])
 		e.mu.Lock()
-		if !e.removed && !e.dead {
+		if !e.ls.removed && !e.ls.dead {
 			keys = append(keys, k.(K))
 		}
 		e.mu.Unlock()

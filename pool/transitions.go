@@ -20,7 +20,7 @@ func (p *Pool[K, C]) applyLocked(e *entry[K, C], tr breaker.Transition, span tra
 	case breaker.StateOpen:
 		// Once the open period is over the probe is due: come back after
 		// its DialTimeout, not every millisecond until its timer has run.
-		until, timeout := tr.At.Add(tr.OpenFor), p.opts.DialTimeout
+		until, timeout := tr.At.Add(tr.OpenFor), e.set.dialTimeout
 		e.reject.Store(&Error{Kind: ErrCircuitOpen, Cluster: e.name, RetryAt: until, retryAt: func() time.Time {
 			if now := time.Now(); now.After(until) {
 				return now.Add(timeout)
@@ -36,12 +36,10 @@ func (p *Pool[K, C]) applyLocked(e *entry[K, C], tr breaker.Transition, span tra
 	case breaker.StateHalfOpen:
 		// Callers are still rejected; they should come back once the probe
 		// has surely ended, not in a busy loop (its success is announced):
-		// at its deadline, which is later than At+DialTimeout if the probe
-		// queues for a permit.
-		rej := &Error{Kind: ErrCircuitOpen, Cluster: e.name, RetryAt: tr.At.Add(p.opts.DialTimeout)}
-		if c := e.call; c != nil {
-			timeout := p.opts.DialTimeout
-			rej.retryAt = func() time.Time { return c.retryAt(timeout) }
+		// at its deadline, or a whole DialTimeout while it is queued.
+		rej := &Error{Kind: ErrCircuitOpen, Cluster: e.name, RetryAt: tr.At.Add(e.set.dialTimeout)}
+		if c := e.ls.call; c != nil {
+			rej.retryAt = c.retryAt
 		}
 		e.reject.Store(rej)
 		p.publishLocked(e, BreakerHalfOpen, tr.At)
@@ -58,85 +56,131 @@ func (p *Pool[K, C]) scheduleProbeLocked(e *entry[K, C], d time.Duration) {
 	if !p.track() {
 		return
 	}
-	gen := e.gen
-	e.probe = time.AfterFunc(d, func() {
+	gen := e.ls.gen
+	var t *time.Timer
+	t = time.AfterFunc(d, func() {
 		defer p.wg.Done()
-		p.runProbe(e, gen)
+		e.mu.Lock() // t was set under this lock
+		if e.ls.probe != t {
+			e.mu.Unlock() // stopped too late, or replaced: not this timer's turn
+			return
+		}
+		e.ls.probe = nil
+		toClose := p.probeLocked(e, gen)
+		e.mu.Unlock()
+		p.closeAll(e.key, toClose)
 	})
+	e.ls.probe = t
 }
 
 // stopProbeLocked cancels e's pending probe, if any.
 func (p *Pool[K, C]) stopProbeLocked(e *entry[K, C]) {
-	if e.probe != nil && e.probe.Stop() {
+	if e.ls.probe != nil && e.ls.probe.Stop() {
 		p.wg.Done() // the timer's func will not run
 	}
-	e.probe = nil
+	e.ls.probe = nil
 }
 
-// runProbe is the half-open probe: one dial, off every caller's path, while
-// callers are still rejected.
-func (p *Pool[K, C]) runProbe(e *entry[K, C], gen uint64) {
-	e.mu.Lock()
-	if p.closed.Load() || e.dead || e.gen != gen {
-		e.mu.Unlock()
-		return
+// probeLocked starts the half-open probe of e: one dial, off every caller's
+// path, while callers are still rejected. It does nothing if the pool is
+// closed, e was removed since gen, or a probe is out.
+func (p *Pool[K, C]) probeLocked(e *entry[K, C], gen uint64) []C {
+	if p.closed.Load() || e.ls.dead || e.ls.gen != gen || (e.ls.call != nil && e.ls.call.probe) {
+		return nil
 	}
-	e.probe = nil
-	ticket, tr, changed, err := e.brk.Allow()
+	ticket, tr, changed, err := e.ls.brk.Allow()
 	if err != nil {
-		// Not due yet (a timer may fire a hair early on some clocks).
-		if until := e.brk.Snapshot().OpenUntil; !until.IsZero() {
-			p.scheduleProbeLocked(e, time.Until(until))
+		// Not due yet: a timer may fire a hair early on some clocks, and
+		// gobreaker's own clock needs a tick after Expire.
+		if e.ls.probe == nil {
+			p.scheduleProbeLocked(e, max(time.Until(e.ls.brk.Snapshot().OpenUntil), time.Millisecond))
 		}
-		e.mu.Unlock()
-		return
+		return nil
 	}
-	c := p.newCallLocked(e, true)
+	c := p.newCallLocked(e, ticket, true)
 	var toClose []C
 	if changed {
 		toClose = p.applyLocked(e, tr, c.span)
 	}
-	e.mu.Unlock()
-	for _, cl := range toClose {
-		p.opts.OnClose(e.key, cl)
+	if !p.submit(c) {
+		p.dropLocked(c)
 	}
-	p.runDial(e, c, ticket)
+	return toClose
+}
+
+// Probe asks the pool to try key now, off the caller's path, without
+// waiting: an open breaker's probe is brought forward (coalesced with a
+// probe already out), and a cluster that is not connected and has no dial
+// in flight is dialed. It does nothing for a connected cluster, one with a
+// dial in flight, or after Close. Use it when something outside the pool
+// says the cluster may work again (its kubeconfig Secret changed, an
+// operator asked); the Connected event tells when it does.
+func (p *Pool[K, C]) Probe(key K) {
+	if p.closed.Load() {
+		return
+	}
+	for {
+		e, err := p.entry(key)
+		if err != nil {
+			return
+		}
+		e.mu.Lock()
+		if e.ls.dead {
+			e.mu.Unlock()
+			continue
+		}
+		e.ls.removed = false
+		var toClose []C
+		switch {
+		case e.client.Load() != nil, e.ls.call != nil:
+		case e.reject.Load() == nil:
+			p.startDialLocked(e) //nolint:errcheck // only ErrClosed: nothing to do
+		default:
+			e.ls.brk.Expire()
+			p.stopProbeLocked(e)
+			toClose = p.probeLocked(e, e.ls.gen)
+		}
+		e.mu.Unlock()
+		p.closeAll(key, toClose)
+		return
+	}
 }
 
 // Report feeds the outcome of using key's client into its breaker: a caller
 // saw err talking to the cluster (nil for a success). Errors count as
-// failures as Options.Breaker.IsFailure says. When the breaker opens, the
-// client is evicted (OnClose), and Disconnected and BreakerOpened are sent.
-// Report does nothing for an unknown key or while the breaker is not
-// closed.
+// failures as the cluster's Breaker.IsFailure says, which is called before
+// any lock is taken. When the breaker opens, the client is evicted
+// (OnClose), and Disconnected and BreakerOpened are sent. Report does
+// nothing for an unknown key, a key removed and not used since, or while
+// the breaker is not closed: it never creates state nor starts a dial.
 func (p *Pool[K, C]) Report(key K, err error) {
 	v, ok := p.entries.Load(key)
 	if !ok || p.closed.Load() {
 		return
 	}
 	e := v.(*entry[K, C])
+	o := p.classify(&e.set, err)
 	e.mu.Lock()
-	if e.dead || e.reject.Load() != nil {
+	if e.ls.dead || e.ls.removed || e.reject.Load() != nil {
 		e.mu.Unlock()
 		return
 	}
 	var toClose []C
-	if ticket, _, _, aerr := e.brk.Allow(); aerr == nil {
-		if tr, changed := ticket.Done(err); changed {
+	if ticket, _, _, aerr := e.ls.brk.Allow(); aerr == nil {
+		if tr, changed := ticket.Record(o); changed {
 			toClose = p.applyLocked(e, tr, nil)
 		}
 	}
 	e.mu.Unlock()
-	for _, cl := range toClose {
-		p.opts.OnClose(e.key, cl)
-	}
+	p.closeAll(key, toClose)
 }
 
 // Remove forgets key: a dial in flight is canceled and its waiters get
 // ErrRemoved, the cached client is passed to OnClose (and Disconnected
-// sent), the breaker is reset and a pending probe dropped. A dial that
-// returns after Remove has its client closed, not cached. A later Get
-// starts afresh; its dial waits for the canceled one to return if
+// sent), the breaker is reset, a pending probe dropped, and a Removed event
+// sent. A dial that returns after Remove has its client closed, not cached;
+// Report does nothing until the key is used again. A later Get starts
+// afresh; its dial waits for the canceled one to return if
 // MaxConcurrentDials is 1.
 func (p *Pool[K, C]) Remove(key K) {
 	v, ok := p.entries.Load(key)
@@ -145,45 +189,38 @@ func (p *Pool[K, C]) Remove(key K) {
 	}
 	e := v.(*entry[K, C])
 	e.mu.Lock()
-	if e.dead {
+	if e.ls.dead {
 		e.mu.Unlock()
 		return
 	}
-	e.gen++
-	if c := e.call; c != nil {
-		c.cancel()
+	e.ls.gen++
+	var toClose []C
+	if c := e.ls.call; c != nil {
+		p.cancelCall(c)
 		var zero C
 		c.endLocked(zero, p.errorf(ErrRemoved, e, nil))
-		e.call = nil
+		e.ls.call = nil
+		if p.dequeue(c) { // never started: settle it here
+			p.dropLocked(c)
+		}
 	}
 	p.stopProbeLocked(e)
-	var toClose []C
+	now := time.Now()
 	if c := e.client.Swap(nil); c != nil {
 		toClose = append(toClose, *c)
-		p.publishLocked(e, Disconnected, time.Now())
+		p.publishLocked(e, Disconnected, now)
 	}
 	if from := e.breakerState(); from != breaker.StateClosed {
 		p.rec.Transition(nil, e.name, from.String(), breaker.StateClosed.String(), 0)
 	}
-	e.brk = p.newBreaker()
+	if brk, err := breaker.New(e.set.breaker); err == nil { // validated when e was made
+		e.ls.brk = brk
+	}
 	e.reject.Store(nil)
 	e.state.Store(int32(breaker.StateClosed))
-	e.removed = true
+	e.ls.removed = true
+	p.publishLocked(e, Removed, now)
 	p.reapLocked(e)
 	e.mu.Unlock()
-	for _, cl := range toClose {
-		p.opts.OnClose(key, cl)
-	}
-}
-
-// reapLocked deletes a removed entry from the map once no dial of it is
-// left, so its semaphore keeps bounding dials until then.
-func (p *Pool[K, C]) reapLocked(e *entry[K, C]) {
-	if !e.removed || e.running > 0 || e.call != nil || e.probe != nil || e.client.Load() != nil {
-		return
-	}
-	e.dead = true
-	if p.entries.CompareAndDelete(e.key, e) {
-		p.rec.ClusterRemoved(breaker.StateClosed.String())
-	}
+	p.closeAll(key, toClose)
 }

@@ -22,13 +22,21 @@ const (
 	// Queued: the dial had to queue for a pool-wide permit
 	// (Options.MaxTotalDials), so the caller did not wait for it.
 	Queued
+	// Skipped: the dial runs, but the pool did not wait for it because it
+	// was not expected to end within the wait bound (a cluster that failed
+	// its last dial, a dial slower than the dials the pool has seen).
+	Skipped
+	// Invalid: Options.ForKey gave invalid settings for the cluster.
+	Invalid
 	numOutcomes
 )
 
-var outcomeNames = [numOutcomes]string{"acquired", "timeout", "canceled", "rejected", "closed", "failed", "removed", "queued"}
+var outcomeNames = [numOutcomes]string{"acquired", "timeout", "canceled", "rejected", "closed", "failed", "removed",
+	"queued", "skipped", "invalid"}
 
 // String returns the attribute value: "acquired", "timeout", "canceled",
-// "rejected", "closed", "failed", "removed" or "queued".
+// "rejected", "closed", "failed", "removed", "queued", "skipped" or
+// "invalid".
 func (o Outcome) String() string {
 	if o < numOutcomes {
 		return outcomeNames[o]
@@ -46,12 +54,16 @@ const (
 	DialPanic
 	// DialCanceled: the pool canceled the dial (Close or Remove).
 	DialCanceled
+	// DialAbandoned: the dialer did not return by the dial's deadline (it
+	// ignored its context); the pool settled the dial as a timeout and
+	// went on without it.
+	DialAbandoned
 	numDialResults
 )
 
-var dialResultNames = [numDialResults]string{"success", "error", "panic", "canceled"}
+var dialResultNames = [numDialResults]string{"success", "error", "panic", "canceled", "abandoned"}
 
-// String returns "success", "error", "panic" or "canceled".
+// String returns "success", "error", "panic", "canceled" or "abandoned".
 func (r DialResult) String() string {
 	if r < numDialResults {
 		return dialResultNames[r]

@@ -45,6 +45,7 @@ type Recorder struct {
 	inflight    metric.Int64UpDownCounter
 	clusters    metric.Int64UpDownCounter
 	transitions metric.Int64Counter
+	panics      metric.Int64Counter
 
 	// Attribute options built once, so that recording allocates nothing
 	// for attributes.
@@ -85,6 +86,10 @@ func New(tp trace.TracerProvider, mp metric.MeterProvider) (*Recorder, error) {
 	if r.transitions, err = m.Int64Counter("clusterpool.breaker.transitions",
 		metric.WithDescription("Breaker state changes, by from and to state.")); err != nil {
 		return nil, fmt.Errorf("tracing: clusterpool.breaker.transitions: %w", err)
+	}
+	if r.panics, err = m.Int64Counter("clusterpool.callback.panics",
+		metric.WithDescription("Panics of user callbacks (dialer, OnClose, IsFailure, FormatKey, ForKey) the pool recovered, by callback.")); err != nil {
+		return nil, fmt.Errorf("tracing: clusterpool.callback.panics: %w", err)
 	}
 	for o := range numOutcomes {
 		set := attribute.NewSet(OutcomeKey.String(o.String()))
@@ -195,5 +200,18 @@ func (r *Recorder) Transition(span trace.Span, cluster, from, to string, openFor
 			attrs = append(attrs, OpenForKey.Float64(openFor.Seconds()))
 		}
 		span.AddEvent(TransitionEvent, trace.WithAttributes(attrs...))
+	}
+}
+
+// CallbackKey names the user callback of a recovered panic.
+const CallbackKey = attribute.Key("clusterpool.callback")
+
+// CallbackPanic counts a panic of the named user callback that the pool
+// recovered, and adds an event to span when it is recording (span may be
+// nil). The panic value is not recorded: it may hold anything.
+func (r *Recorder) CallbackPanic(span trace.Span, callback string) {
+	r.panics.Add(context.Background(), 1, metric.WithAttributes(CallbackKey.String(callback)))
+	if span != nil && span.IsRecording() {
+		span.AddEvent("clusterpool.callback.panic", trace.WithAttributes(CallbackKey.String(callback)))
 	}
 }

@@ -1,0 +1,317 @@
+package pool
+
+import (
+	"container/list"
+	"context"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/sync/semaphore"
+)
+
+// lanes schedules dials. Pending dials wait in two FIFO queues (ordinary
+// and suspect) with no goroutine each; a dial gets a goroutine only when it
+// starts. The slots are x/sync weighted semaphores, only ever taken with
+// TryAcquire under mu (nobody blocks on them). Invariants, with mu held:
+//   - normal lane ≤ MaxTotalDials (total), suspect calls in it ≤
+//     suspectCap (suspect), slow lane ≤ MaxSlowDials (slow);
+//   - each key's slots ≤ MaxConcurrentDials (the entry's sem);
+//   - a queued call is started as soon as the slots allow, oldest first
+//     across both queues (a suspect call only while suspect < suspectCap);
+//   - while calls are queued and the normal lane is full, a running call
+//     that has run past latency.slowAfter moves to the slow lane (if it has
+//     room), freeing its normal slot. It keeps running until it returns or
+//     its deadline.
+//
+// Lock order: an entry's mu, then lanes.mu, then Pool.mu. Nothing is called
+// out of the package with lanes.mu held.
+type lanes[K comparable, C any] struct {
+	mu       sync.Mutex
+	closed   bool
+	queue    list.List // queued ordinary calls, oldest first
+	suspectQ list.List // queued suspect calls, oldest first
+	running  list.List // calls in the normal lane, in start order
+	slowRun  list.List // calls in the slow lane
+	total    *semaphore.Weighted
+	suspect  *semaphore.Weighted
+	slow     *semaphore.Weighted
+	seq      uint64
+	demoter  *time.Timer // armed while calls are queued and the lane is full
+	armed    uint64      // generation of demoter
+	armedAt  time.Time   // when demoter fires
+}
+
+// init sizes the lanes' semaphores.
+func (l *lanes[K, C]) init(total, slow int64) {
+	l.total = semaphore.NewWeighted(total)
+	l.suspect = semaphore.NewWeighted(suspectCap(total))
+	l.slow = semaphore.NewWeighted(slow)
+}
+
+// suspectCap is how many normal-lane slots suspect dials (of clusters that
+// failed their last dial or use, and half-open probes) may hold: half, at
+// least one.
+func suspectCap(total int64) int64 { return max(1, total/2) }
+
+// submit queues c and starts what the slots allow. It reports false if
+// the pool is closed (c was not queued).
+func (p *Pool[K, C]) submit(c *call[K, C]) bool {
+	l := &p.lanes
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return false
+	}
+	l.seq++
+	c.seq = l.seq
+	c.lane = laneQueued
+	if c.suspect {
+		c.elem = l.suspectQ.PushBack(c)
+	} else {
+		c.elem = l.queue.PushBack(c)
+	}
+	p.dispatchLocked()
+	return true
+}
+
+// dequeue takes c out of the queue if it has not started, and reports
+// whether it did.
+func (p *Pool[K, C]) dequeue(c *call[K, C]) bool {
+	p.lanes.mu.Lock()
+	queued := c.lane == laneQueued
+	p.lanes.mu.Unlock()
+	return queued && p.release(c)
+}
+
+// release takes c out of the lanes (queue or slot) and starts what the
+// freed slot allows. It returns false if c held nothing (already
+// released).
+func (p *Pool[K, C]) release(c *call[K, C]) bool {
+	l := &p.lanes
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch c.lane {
+	case laneNone:
+		return false
+	case laneQueued:
+		if c.suspect {
+			l.suspectQ.Remove(c.elem)
+		} else {
+			l.queue.Remove(c.elem)
+		}
+	case laneNormal:
+		l.running.Remove(c.elem)
+		l.total.Release(1)
+		if c.suspect {
+			l.suspect.Release(1)
+		}
+		c.e.sem.Release(1)
+		p.stopExpiryLocked(c)
+	case laneSlow:
+		l.slowRun.Remove(c.elem)
+		l.slow.Release(1)
+		c.e.sem.Release(1)
+		p.stopExpiryLocked(c)
+	}
+	c.lane, c.elem = laneNone, nil
+	p.dispatchLocked()
+	return true
+}
+
+// dispatchLocked starts queued calls while slots allow, then arms the
+// demotion timer.
+func (p *Pool[K, C]) dispatchLocked() {
+	l := &p.lanes
+	for !l.closed && l.total.TryAcquire(1) {
+		c := p.nextLocked()
+		if c == nil {
+			l.total.Release(1)
+			break
+		}
+		p.startLocked(c)
+	}
+	p.armDemoterLocked()
+}
+
+// nextLocked takes the oldest call that may start now out of the queues,
+// with its key's slot (and a suspect slot for a suspect call) taken, or
+// returns nil.
+func (p *Pool[K, C]) nextLocked() *call[K, C] {
+	l := &p.lanes
+	a := firstStartable[K, C](&l.queue)
+	var b *list.Element
+	if l.suspect.TryAcquire(1) {
+		if b = firstStartable[K, C](&l.suspectQ); b == nil {
+			l.suspect.Release(1)
+		}
+	}
+	switch {
+	case a == nil && b == nil:
+		return nil
+	case b == nil, a != nil && a.Value.(*call[K, C]).seq < b.Value.(*call[K, C]).seq:
+		if b != nil {
+			b.Value.(*call[K, C]).e.sem.Release(1)
+			l.suspect.Release(1)
+		}
+		l.queue.Remove(a)
+		return a.Value.(*call[K, C])
+	}
+	if a != nil {
+		a.Value.(*call[K, C]).e.sem.Release(1)
+	}
+	l.suspectQ.Remove(b)
+	return b.Value.(*call[K, C])
+}
+
+// firstStartable is the first call of q whose key has a free slot, with
+// that slot taken (a key is at its MaxConcurrentDials only while a dial
+// canceled by Remove is still running, so the scan is short).
+func firstStartable[K comparable, C any](q *list.List) *list.Element {
+	for el := q.Front(); el != nil; el = el.Next() {
+		if el.Value.(*call[K, C]).e.sem.TryAcquire(1) {
+			return el
+		}
+	}
+	return nil
+}
+
+// startLocked runs c, whose slots are taken, in the normal lane: it arms
+// its deadline and starts its goroutine.
+func (p *Pool[K, C]) startLocked(c *call[K, C]) {
+	l := &p.lanes
+	c.lane = laneNormal
+	c.elem = l.running.PushBack(c)
+	ctx, cancel := context.WithCancel(p.ctx)
+	c.ctx, c.cancel = trace.ContextWithSpan(ctx, c.span), cancel
+	now := time.Now()
+	c.started.Store(now.UnixNano())
+	c.deadline.Store(now.Add(c.e.set.dialTimeout).UnixNano())
+	// Close waits for the pool's goroutines only after closeLanes, which
+	// this holds off: adding to the WaitGroup here is safe.
+	p.wg.Add(1)
+	c.expiry = time.AfterFunc(c.e.set.dialTimeout, func() {
+		defer p.wg.Done()
+		p.expire(c)
+	})
+	p.dialerAdd(c)
+	go p.runDial(c)
+}
+
+// cancelCall cancels c's context if it has one (a running dial), and
+// marks it canceled.
+func (p *Pool[K, C]) cancelCall(c *call[K, C]) {
+	p.lanes.mu.Lock()
+	defer p.lanes.mu.Unlock()
+	c.canceled = true
+	if c.cancel != nil {
+		c.cancel()
+	}
+}
+
+// stopExpiryLocked stops c's deadline timer if it has not fired.
+func (p *Pool[K, C]) stopExpiryLocked(c *call[K, C]) {
+	if c.expiry != nil && c.expiry.Stop() {
+		p.wg.Done()
+	}
+	c.expiry = nil
+}
+
+// armDemoterLocked arms the demotion timer for the oldest normal-lane call
+// while calls wait and the normal lane is full; else it stops it.
+func (p *Pool[K, C]) armDemoterLocked() {
+	l := &p.lanes
+	want := !l.closed && l.queue.Len()+l.suspectQ.Len() > 0 && l.running.Len() > 0 &&
+		int64(l.slowRun.Len()) < p.opts.MaxSlowDials
+	var at time.Time
+	if want {
+		oldest := l.running.Front().Value.(*call[K, C])
+		at = time.Unix(0, oldest.started.Load()).Add(p.lat.slowAfter(p.opts.MaxWait))
+		if l.demoter != nil && at.Equal(l.armedAt) {
+			return // armed for that instant already
+		}
+	}
+	if l.demoter != nil && l.demoter.Stop() {
+		p.wg.Done()
+	}
+	l.demoter = nil
+	if !want {
+		return
+	}
+	l.armedAt = at
+	p.wg.Add(1) // safe: !l.closed, see startLocked
+	l.armed++
+	gen := l.armed
+	l.demoter = time.AfterFunc(time.Until(at), func() {
+		defer p.wg.Done()
+		p.demote(gen)
+	})
+}
+
+// demote moves every normal-lane call that has run past slowAfter to the
+// slow lane, while it has room, and starts queued calls in their place.
+func (p *Pool[K, C]) demote(gen uint64) {
+	l := &p.lanes
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.armed == gen {
+		l.demoter = nil // fired: armDemoterLocked must not Stop it again
+	}
+	limit := time.Now().Add(-p.lat.slowAfter(p.opts.MaxWait)).UnixNano()
+	for el := l.running.Front(); el != nil; {
+		c := el.Value.(*call[K, C])
+		next := el.Next()
+		if c.started.Load() > limit {
+			break // started in order: the rest are younger
+		}
+		if !l.slow.TryAcquire(1) {
+			break
+		}
+		l.running.Remove(el)
+		l.total.Release(1)
+		if c.suspect {
+			l.suspect.Release(1)
+		}
+		c.lane, c.elem = laneSlow, l.slowRun.PushBack(c)
+		el = next
+	}
+	p.dispatchLocked()
+}
+
+// closeLanes stops all scheduling and returns the calls still queued, and
+// the calls running, for Close to settle.
+func (p *Pool[K, C]) closeLanes() (queued, running []*call[K, C]) {
+	l := &p.lanes
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	p.armDemoterLocked() // stops it
+	for _, q := range []*list.List{&l.queue, &l.suspectQ} {
+		for el := q.Front(); el != nil; el = el.Next() {
+			queued = append(queued, el.Value.(*call[K, C]))
+		}
+	}
+	for _, q := range []*list.List{&l.running, &l.slowRun} {
+		for el := q.Front(); el != nil; el = el.Next() {
+			running = append(running, el.Value.(*call[K, C]))
+		}
+	}
+	return queued, running
+}
+
+// idle reports whether no dial holds or waits for a slot: for tests.
+func (p *Pool[K, C]) idle() bool {
+	l := &p.lanes
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	full := func(s *semaphore.Weighted, n int64) bool {
+		if !s.TryAcquire(n) {
+			return false
+		}
+		s.Release(n)
+		return true
+	}
+	return l.queue.Len() == 0 && l.suspectQ.Len() == 0 && l.running.Len() == 0 && l.slowRun.Len() == 0 &&
+		full(l.total, p.opts.MaxTotalDials) && full(l.suspect, suspectCap(p.opts.MaxTotalDials)) &&
+		full(l.slow, p.opts.MaxSlowDials)
+}

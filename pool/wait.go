@@ -1,0 +1,147 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/clusterpool/clusterpool/tracing"
+)
+
+// wait does the work of miss: join or start e's dial and wait for it if it
+// can end within the bound. dial is the span context of the dial, if any.
+func (p *Pool[K, C]) wait(ctx context.Context, e *entry[K, C]) (client C, o tracing.Outcome, dial trace.SpanContext, err error) {
+	var zero C
+	for {
+		e.mu.Lock()
+		if !e.ls.dead {
+			break
+		}
+		// Removed between the map read and the lock: take the new entry.
+		e.mu.Unlock()
+		if e, err = p.entry(e.key); err != nil {
+			return zero, outcomeOf(err), dial, err
+		}
+	}
+	if c := e.client.Load(); c != nil { // connected while we looked
+		e.mu.Unlock()
+		return *c, tracing.Acquired, dial, nil
+	}
+	if rej := e.reject.Load(); rej != nil {
+		e.mu.Unlock()
+		return zero, tracing.Rejected, dial, rej
+	}
+	e.ls.removed = false
+	call := e.ls.call
+	if call == nil {
+		if call, err = p.startDialLocked(e); err != nil {
+			e.mu.Unlock()
+			return zero, outcomeOf(err), dial, err
+		}
+	}
+	lastTook := e.ls.lastTook
+	e.mu.Unlock()
+	dial = call.span.SpanContext()
+
+	retryAt, o := p.plan(ctx, e, call, lastTook)
+	if o != tracing.Acquired { // not worth waiting for
+		return zero, o, dial, &Error{Kind: ErrWaitTimeout, Cluster: e.name, RetryAt: retryAt}
+	}
+	// The caller's earlier deadline ends the wait through ctx (so its error
+	// says so); the timer is the pool's own bound.
+	timer := time.NewTimer(e.set.maxWait)
+	defer timer.Stop()
+	select {
+	case <-call.done:
+		if call.err != nil {
+			return zero, outcomeOf(call.err), dial, call.err
+		}
+		return call.client, tracing.Acquired, dial, nil
+	case <-timer.C:
+		return zero, tracing.Timeout, dial, &Error{Kind: ErrWaitTimeout, Cluster: e.name, RetryAt: call.retryAt()}
+	case <-ctx.Done():
+		return zero, p.ctxOutcome(ctx.Err()), dial, p.ctxError(e, ctx.Err(), call.retryAt())
+	case <-p.ctx.Done():
+		return zero, tracing.Closed, dial, p.errorf(ErrClosed, e, nil)
+	}
+}
+
+// plan decides whether a Get waits for call: it returns Acquired if so,
+// else the outcome to report (Queued or Skipped) and when the caller should
+// come back.
+//
+// The rule: wait only for a dial that runs (not queued), has not yet run
+// past slowAfter, and is expected to end within the bound: its start plus
+// how long the cluster's last dial took, whatever its outcome (a cluster
+// whose last dial hung until its deadline is not waited for; one refused
+// at once is), or the pool's p90 of successful dials for a cluster never
+// dialed. With nothing learned yet, wait the bound.
+func (p *Pool[K, C]) plan(ctx context.Context, e *entry[K, C], call *call[K, C], lastTook time.Duration) (retryAt time.Time, o tracing.Outcome) {
+	now := time.Now()
+	bound := e.set.maxWait
+	if d, ok := ctx.Deadline(); ok {
+		bound = min(bound, d.Sub(now))
+	}
+	started := call.started.Load()
+	switch {
+	case call.ended():
+		return time.Time{}, tracing.Acquired // its result is there: take it
+	case started == 0:
+		return call.retryAt(), tracing.Queued
+	}
+	start := time.Unix(0, started)
+	elapsed := now.Sub(start)
+	if elapsed >= p.lat.slowAfter(p.opts.MaxWait) {
+		return call.retryAt(), tracing.Skipped
+	}
+	est := lastTook
+	if est == 0 {
+		est = p.lat.estimate()
+	}
+	if est == 0 {
+		return time.Time{}, tracing.Acquired
+	}
+	if end := start.Add(est); end.After(now.Add(bound)) {
+		if deadline := call.retryAt(); deadline.Before(end) {
+			end = deadline
+		}
+		return end, tracing.Skipped
+	}
+	return time.Time{}, tracing.Acquired
+}
+
+func (p *Pool[K, C]) ctxOutcome(err error) tracing.Outcome {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return tracing.Timeout
+	}
+	return tracing.Canceled
+}
+
+// ctxError is the error for a wait ended by the caller's context: its
+// deadline is a wait timeout, anything else is returned as it is.
+func (p *Pool[K, C]) ctxError(e *entry[K, C], err error, retryAt time.Time) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &Error{Kind: ErrWaitTimeout, Cluster: e.name, Cause: err, RetryAt: retryAt}
+	}
+	return err
+}
+
+func (p *Pool[K, C]) errorf(kind error, e *entry[K, C], cause error) error {
+	return &Error{Kind: kind, Cluster: e.name, Cause: cause}
+}
+
+func outcomeOf(err error) tracing.Outcome {
+	switch {
+	case errors.Is(err, ErrCircuitOpen):
+		return tracing.Rejected
+	case errors.Is(err, ErrClosed):
+		return tracing.Closed
+	case errors.Is(err, ErrRemoved):
+		return tracing.Removed
+	case errors.Is(err, ErrInvalidOptions):
+		return tracing.Invalid
+	}
+	return tracing.Failed
+}
