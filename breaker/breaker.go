@@ -90,6 +90,7 @@ type Breaker struct {
 	cb        *gobreaker.TwoStepCircuitBreaker[struct{}]
 	opens     uint32    // open periods in a row
 	openUntil time.Time // end of the current open period
+	openedAt  time.Time // start of the current open period
 	hookTo    State     // last state gobreaker reported through OnStateChange
 	hooked    bool      // OnStateChange ran during the current call
 	reported  State     // state most recently returned in a Transition
@@ -218,13 +219,23 @@ func (t Ticket) Discard() {
 // Expire ends the current open period now, so that the next Allow is the
 // half-open probe. It does nothing unless the breaker is open. It is for an
 // outside reason to retry early (new credentials, an operator's request).
+// The period never ends less than gobreakerTick after it began: gobreaker
+// leaves its own open state only once a tick has passed (this matters only
+// on a virtual clock, where no time passes between two calls).
 func (b *Breaker) Expire() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if now := time.Now(); now.Before(b.openUntil) {
 		b.openUntil = now
+		if earliest := b.openedAt.Add(gobreakerTick); b.openUntil.Before(earliest) {
+			b.openUntil = earliest
+		}
 	}
 }
+
+// gobreakerTick is how long after opening gobreaker lets a request through:
+// more than its Timeout of one nanosecond.
+const gobreakerTick = 2 * time.Nanosecond
 
 func (b *Breaker) finish(done func(error), err error) (Transition, bool) {
 	b.mu.Lock()
@@ -241,7 +252,7 @@ func (b *Breaker) finish(done func(error), err error) (Transition, bool) {
 		b.reported = StateOpen
 		b.opens++
 		d := openPeriod(b.opens, b.s.OpenTimeout, b.s.MaxOpenTimeout, b.s.Jitter)
-		b.openUntil = now.Add(d)
+		b.openUntil, b.openedAt = now.Add(d), now
 		return Transition{From: from, To: StateOpen, OpenFor: d, At: now}, true
 	case StateClosed:
 		b.reported = StateClosed

@@ -3,6 +3,8 @@ package pool
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime"
 	"maps"
 	"slices"
 	"testing"
@@ -187,4 +189,181 @@ func TestLateDialKeepsCachedClient(t *testing.T) {
 		}
 		// newPool's cleanup checks that the late dial's client was closed once.
 	})
+}
+
+// 100 clusters, 20 of whose first dials hang until a 2 s DialTimeout, 100
+// callers at once, default Options otherwise: no healthy cluster's first
+// connect waits behind the hanging dials. They leave the normal lane once
+// they have run 4× the learned healthy latency (at least MaxWait), so the
+// slowest healthy cluster connects within a few hundred milliseconds, not
+// after the 2.07 s measured when hanging first dials held the permits.
+func TestHangingFirstDialsDoNotDelayHealthyClusters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hanging := func(k string) bool { return k[0] == 'h' }
+		dial := func(ctx context.Context, k string) (*client, error) {
+			if hanging(k) {
+				<-ctx.Done()
+				return nil, ctx.Err()
+			}
+			select {
+			case <-time.After(5 * time.Millisecond):
+				return &client{key: k}, nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		p, err := New(dial, Options[string, *client]{DialTimeout: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		connected := map[string]time.Duration{}
+		start := time.Now()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		events := p.Subscribe(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for ev := range events {
+				if ev.Type == Connected {
+					connected[ev.Key] = ev.Time.Sub(start)
+				}
+			}
+		}()
+		var keys []string
+		for i := range 100 {
+			k := fmt.Sprintf("c%02d", i)
+			if i%5 == 0 { // every fifth, spread through the queue
+				k = fmt.Sprintf("h%02d", i)
+			}
+			keys = append(keys, k)
+			go p.Get(context.Background(), k) //nolint:errcheck // the Connected event tells
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		cancel()
+		<-done
+		var slowest time.Duration
+		for _, k := range keys {
+			if hanging(k) {
+				continue
+			}
+			d, ok := connected[k]
+			if !ok {
+				t.Fatalf("healthy %s never connected", k)
+			}
+			slowest = max(slowest, d)
+		}
+		if slowest > 500*time.Millisecond {
+			t.Errorf("slowest healthy first connect after %v, want well under the 2s DialTimeout", slowest)
+		}
+		t.Logf("slowest healthy first connect: %v", slowest)
+	})
+}
+
+// 10 000 clusters asked at once: the pending dials wait in the queue with no
+// goroutine each; only the dials running in the normal and the slow lane
+// have one.
+func TestPendingDialsHoldNoGoroutines(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		dial := func(ctx context.Context, k string) (*client, error) {
+			select {
+			case <-release:
+				return &client{key: k}, nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		opts := Options[string, *client]{MaxSlowDials: 8}
+		p, err := New(dial, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := runtime.NumGoroutine()
+		for i := range 10_000 {
+			if _, err := p.Get(context.Background(), fmt.Sprint(i)); !errors.Is(err, ErrWaitTimeout) {
+				t.Fatalf("Get %d: %v", i, err)
+			}
+		}
+		synctest.Wait()
+		if n := runtime.NumGoroutine() - before; n > DefaultMaxTotalDials+int(opts.MaxSlowDials) {
+			t.Errorf("%d goroutines for 10 000 pending dials, want at most MaxTotalDials+MaxSlowDials (%d)",
+				n, DefaultMaxTotalDials+opts.MaxSlowDials)
+		}
+		close(release)
+		synctest.Wait()
+		p.Close()
+	})
+}
+
+// Probe dials an unknown or disconnected cluster without waiting, brings an
+// open breaker's probe forward, and is coalesced with a dial in flight.
+func TestProbe(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		p := newPool(t, f, Options[string, *client]{Breaker: breaker.Settings{ConsecutiveFailures: 1}})
+		p.Probe("a") // unknown: dialed
+		p.Probe("a") // coalesced with the dial in flight
+		synctest.Wait()
+		f.next(t).succeed()
+		synctest.Wait()
+		f.noDial(t)
+		if _, up := p.Peek("a"); !up {
+			t.Fatal("Probe did not connect a")
+		}
+		p.Probe("a") // connected: nothing to do
+		synctest.Wait()
+		f.noDial(t)
+
+		failDial(t, p, f, "b", errRefused) // open for 5s
+		time.Sleep(time.Second)
+		p.Probe("b") // the probe is due now, not in 4s
+		synctest.Wait()
+		probe := f.next(t)
+		if s := p.State("b"); s.Breaker != breaker.StateHalfOpen || !s.Dialing {
+			t.Fatalf("during the brought-forward probe: %+v", s)
+		}
+		p.Probe("b") // coalesced with the probe out
+		synctest.Wait()
+		f.noDial(t)
+		probe.succeed()
+		synctest.Wait()
+		if _, err := p.Get(context.Background(), "b"); err != nil {
+			t.Fatalf("after the probe: %v", err)
+		}
+		time.Sleep(time.Hour) // no second probe from the old timer
+		synctest.Wait()
+		f.noDial(t)
+	})
+}
+
+// A Get racing Close never leaves an entry behind once Close returned.
+func TestGetRacingCloseLeavesNoEntry(t *testing.T) {
+	for range 200 {
+		f := newFake()
+		f.reply = func(string) *dialReply { return nil }
+		p, err := New(f.dial, Options[string, *client]{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			<-start
+			for i := range 50 {
+				p.Get(context.Background(), fmt.Sprint(i)) //nolint:errcheck // racing Close
+			}
+		}()
+		close(start)
+		p.Close()
+		<-done
+		n := 0
+		p.entries.Range(func(any, any) bool { n++; return true })
+		if n != 0 {
+			t.Fatalf("%d entries after Close returned and the Gets ended", n)
+		}
+	}
 }

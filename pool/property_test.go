@@ -25,7 +25,25 @@ const (
 	dialHang         // until its context ends (DialTimeout, Remove, Close)
 	dialPanic        // panics at once
 	dialSlow         // succeeds after a delay between MaxWait and DialTimeout
+	dialIgnored      // fails with errIgnored, which the classifier does not count
+	dialClassPanic   // fails with errClassPanic, on which the classifier panics
+	dialNil          // returns a nil client and no error
+	dialStuck        // ignores its context; returns a client 2·DialTimeout after it started
 )
+
+var (
+	errIgnored    = errors.New("ignored by the classifier")
+	errClassPanic = errors.New("the classifier panics on this")
+)
+
+// propIsFailure is the property test's classifier: it ignores errIgnored
+// and panics on errClassPanic.
+func propIsFailure(err error) bool {
+	if errors.Is(err, errClassPanic) {
+		panic("classifier bug")
+	}
+	return err != nil && !errors.Is(err, errIgnored) && !errors.Is(err, context.Canceled)
+}
 
 type plannedDial struct {
 	kind  int
@@ -54,18 +72,35 @@ func (d *propDialer) dial(ctx context.Context, key string) (*client, error) {
 	d.total++
 	d.maxKey, d.maxTotal = max(d.maxKey, d.running[key]), max(d.maxTotal, d.total)
 	d.mu.Unlock()
-	defer func() {
+	counted := true
+	uncount := func() {
 		d.mu.Lock()
-		d.running[key]--
-		d.total--
+		if counted {
+			d.running[key]--
+			d.total--
+			counted = false
+		}
 		d.mu.Unlock()
-	}()
+	}
+	defer uncount()
 	switch pd.kind {
 	case dialPanic:
 		panic("scripted panic")
 	case dialHang:
 		<-ctx.Done()
 		return nil, ctx.Err()
+	case dialNil:
+		return nil, nil
+	case dialStuck:
+		// Past its deadline the pool has settled the dial and freed its
+		// slot: from then on it no longer counts against the bounds.
+		// (A nanosecond early: at the deadline itself a new dial may start
+		// before this goroutine runs.)
+		dl, _ := ctx.Deadline()
+		time.Sleep(time.Until(dl) - time.Nanosecond)
+		uncount()
+		time.Sleep(pd.delay)
+		return d.newClient(key, d.n.Add(1)), nil
 	}
 	t := time.NewTimer(pd.delay)
 	defer t.Stop()
@@ -74,8 +109,13 @@ func (d *propDialer) dial(ctx context.Context, key string) (*client, error) {
 		return nil, ctx.Err()
 	case <-t.C:
 	}
-	if pd.kind == dialErr {
+	switch pd.kind {
+	case dialErr:
 		return nil, errRefused
+	case dialIgnored:
+		return nil, errIgnored
+	case dialClassPanic:
+		return nil, errClassPanic
 	}
 	return d.newClient(key, d.n.Add(1)), nil
 }
@@ -95,11 +135,17 @@ type getRecord struct {
 var propKeys = []string{"a", "b", "c"}
 
 // Random sequences of Get (with no deadline, a deadline, or a canceled
-// context), Report, Remove, Close and time advance, over a dialer whose
-// dials succeed, fail, hang, panic or are slow, on virtual time. Invariants,
-// checked after every step and at the end:
+// context), Report (also right after Remove), Remove, Probe, Close and time
+// advance, over a dialer whose dials succeed, fail, hang, panic, are slow,
+// fail with an error the classifier ignores or panics on, return (nil,
+// nil), or ignore their context; OnClose panics for every other client.
+// On virtual time. Invariants, checked after every step and at the end:
 //   - dials of one cluster running at once ≤ MaxConcurrentDials, across the
-//     pool ≤ MaxTotalDials;
+//     pool ≤ MaxTotalDials + MaxSlowDials (a dialer that ignores its
+//     context and outlives its deadline no longer counts: the pool settled
+//     its dial);
+//   - a half-open breaker always has its probe out (every probe ends in a
+//     decision); Report after Remove creates no state and no dial;
 //   - no Get takes longer than min(MaxWait, its deadline) (exactly: virtual
 //     time has no scheduling slack);
 //   - every Get returns a client of its key, or a documented error;
@@ -118,7 +164,9 @@ func TestPoolProperties(t *testing.T) {
 			MaxWait:            ms(1, 100, "max_wait_ms"),
 			DialTimeout:        ms(200, 2000, "dial_timeout_ms"), // above MaxWait: slow dials fit between
 			MaxConcurrentDials: int64(rapid.IntRange(1, 2).Draw(rt, "per_cluster")),
+			MaxSlowDials:       int64(rapid.IntRange(1, 3).Draw(rt, "slow")),
 			Breaker: breaker.Settings{
+				IsFailure:           propIsFailure,
 				ConsecutiveFailures: uint32(rapid.IntRange(1, 3).Draw(rt, "failures")),
 				OpenTimeout:         ms(50, 1000, "open_ms"),
 				DisableJitter:       rapid.Bool().Draw(rt, "no_jitter"),
@@ -128,12 +176,21 @@ func TestPoolProperties(t *testing.T) {
 		opts.Breaker.MaxOpenTimeout = opts.Breaker.OpenTimeout * time.Duration(rapid.IntRange(1, 8).Draw(rt, "cap_x"))
 		reader := sdkmetric.NewManualReader()
 		opts.MeterProvider = sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-		opts.OnClose = func(_ string, c *client) { c.closed.Add(1) }
+		opts.OnClose = func(_ string, c *client) {
+			c.closed.Add(1)
+			if c.id%2 == 0 {
+				panic("OnClose bug")
+			}
+		}
 
 		d := &propDialer{fakeDialer: newFake(), running: map[string]int{}, next: map[string]int{}}
-		for i := range 32 {
-			pd := plannedDial{kind: rapid.IntRange(dialOK, dialSlow).Draw(rt, fmt.Sprint("dial", i))}
+		for i := range 16 {
+			pd := plannedDial{kind: rapid.IntRange(dialOK, dialStuck).Draw(rt, fmt.Sprint("dial", i))}
 			switch pd.kind {
+			case dialStuck:
+				pd.delay = opts.DialTimeout // after its deadline
+			case dialIgnored, dialClassPanic:
+				pd.delay = time.Duration(rapid.Int64Range(0, int64(2*opts.MaxWait)).Draw(rt, "delay"))
 			case dialOK, dialErr:
 				pd.delay = time.Duration(rapid.Int64Range(0, int64(2*opts.MaxWait)).Draw(rt, "delay"))
 			case dialSlow:
@@ -178,9 +235,20 @@ func TestPoolProperties(t *testing.T) {
 			},
 			"report": func(rt *rapid.T) {
 				p.Report(rapid.SampledFrom(propKeys).Draw(rt, "key"),
-					rapid.SampledFrom([]error{nil, errRefused, context.Canceled}).Draw(rt, "err"))
+					rapid.SampledFrom([]error{nil, errRefused, context.Canceled, errIgnored, errClassPanic}).Draw(rt, "err"))
 			},
 			"remove": func(rt *rapid.T) { p.Remove(rapid.SampledFrom(propKeys).Draw(rt, "key")) },
+			"remove-report": func(rt *rapid.T) {
+				k := rapid.SampledFrom(propKeys).Draw(rt, "key")
+				p.Remove(k)
+				for range opts.Breaker.ConsecutiveFailures {
+					p.Report(k, errRefused)
+				}
+				if st := p.State(k); st.Known && (st.Breaker != breaker.StateClosed || st.ConsecutiveFailures != 0) {
+					rt.Fatalf("Report after Remove(%s) changed its state: %+v", k, st)
+				}
+			},
+			"probe": func(rt *rapid.T) { p.Probe(rapid.SampledFrom(propKeys).Draw(rt, "key")) },
 			"close": func(rt *rapid.T) {
 				if rapid.IntRange(0, 9).Draw(rt, "close?") == 0 { // rarely: the rest of the case runs closed
 					p.Close()
@@ -213,7 +281,10 @@ func TestPoolProperties(t *testing.T) {
 			}
 		}
 		mu.Unlock()
-		p.Close()
+		if err := p.Close(); err != nil && !errors.Is(err, ErrAbandoned) {
+			rt.Fatalf("Close: %v", err)
+		}
+		time.Sleep(2 * opts.DialTimeout) // dialers that ignore their context return
 		synctest.Wait()
 		checkNoPermitLeak(rt, p)
 		d.checkClosedOnce(rt)
@@ -224,9 +295,9 @@ func TestPoolProperties(t *testing.T) {
 func checkDialBounds(rt *rapid.T, d *propDialer, opts Options[string, *client]) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.maxKey > int(opts.MaxConcurrentDials) || d.maxTotal > int(opts.MaxTotalDials) {
-		rt.Fatalf("dials at once: %d per cluster (max %d), %d in all (max %d)",
-			d.maxKey, opts.MaxConcurrentDials, d.maxTotal, opts.MaxTotalDials)
+	if d.maxKey > int(opts.MaxConcurrentDials) || d.maxTotal > int(opts.MaxTotalDials+opts.MaxSlowDials) {
+		rt.Fatalf("dials at once: %d per cluster (max %d), %d in all (max %d+%d)",
+			d.maxKey, opts.MaxConcurrentDials, d.maxTotal, opts.MaxTotalDials, opts.MaxSlowDials)
 	}
 }
 
@@ -275,6 +346,9 @@ func checkEntries(rt *rapid.T, p *Pool[string, *client], opts Options[string, *c
 			rt.Fatalf("cluster %s: the cached client was closed", k)
 		}
 		st := p.State(k)
+		if st.Breaker == breaker.StateHalfOpen && !st.Dialing {
+			rt.Fatalf("cluster %s: half-open with no probe out (wedged): %+v", k, st)
+		}
 		if st.Breaker != breaker.StateOpen {
 			continue
 		}

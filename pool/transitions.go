@@ -91,9 +91,9 @@ func (p *Pool[K, C]) probeLocked(e *entry[K, C], gen uint64) []C {
 	ticket, tr, changed, err := e.ls.brk.Allow()
 	if err != nil {
 		// Not due yet: a timer may fire a hair early on some clocks, and
-		// gobreaker's own clock needs a tick after Expire.
+		// right after the trip Expire leaves a tick of the open period.
 		if e.ls.probe == nil {
-			p.scheduleProbeLocked(e, max(time.Until(e.ls.brk.Snapshot().OpenUntil), time.Millisecond))
+			p.scheduleProbeLocked(e, max(time.Until(e.ls.brk.Snapshot().OpenUntil), time.Nanosecond))
 		}
 		return nil
 	}
