@@ -1,9 +1,9 @@
 package pool
 
 import (
-	"slices"
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"

@@ -20,15 +20,15 @@ import (
 
 // Dial outcomes of the property test's scripted dialer.
 const (
-	dialOK    = iota // succeeds after a delay below MaxWait·2
-	dialErr          // fails after such a delay
-	dialHang         // until its context ends (DialTimeout, Remove, Close)
-	dialPanic        // panics at once
-	dialSlow         // succeeds after a delay between MaxWait and DialTimeout
-	dialIgnored      // fails with errIgnored, which the classifier does not count
-	dialClassPanic   // fails with errClassPanic, on which the classifier panics
-	dialNil          // returns a nil client and no error
-	dialStuck        // ignores its context; returns a client 2·DialTimeout after it started
+	dialOK         = iota // succeeds after a delay below MaxWait·2
+	dialErr               // fails after such a delay
+	dialHang              // until its context ends (DialTimeout, Remove, Close)
+	dialPanic             // panics at once
+	dialSlow              // succeeds after a delay between MaxWait and DialTimeout
+	dialIgnored           // fails with errIgnored, which the classifier does not count
+	dialClassPanic        // fails with errClassPanic, on which the classifier panics
+	dialNil               // returns a nil client and no error
+	dialStuck             // ignores its context; returns a client 2·DialTimeout after it started
 )
 
 var (
