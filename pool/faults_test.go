@@ -25,7 +25,8 @@ import (
 // removes the cluster and redials with fresh credentials) and
 // TestRotatedSecretIsPickedUp (a rotated Secret replaces the client).
 var faultOpts = Options[string, *client]{
-	Breaker: breaker.Settings{ConsecutiveFailures: 1, OpenTimeout: time.Second, DisableJitter: true},
+	Breaker: breaker.Settings{ConsecutiveFailures: 1, OpenTimeout: time.Second, DisableJitter: true,
+		IsFailure: propIsFailure}, // ignores errIgnored, panics on errClassPanic
 }
 
 const slowDial = time.Second // between MaxWait (50ms) and DialTimeout (10s)
@@ -59,6 +60,9 @@ func TestFaultsFirstDial(t *testing.T) {
 		{fault: "slow", want: ErrWaitTimeout, after: [][]EventType{connected}, up: true},
 		{fault: "flap", want: ErrDialFailed, after: [][]EventType{opened, halfOpen, closedUp}, up: true},
 		{fault: "panic", want: ErrDialPanic, after: [][]EventType{opened}},
+		{fault: "ignored", want: ErrDialFailed},
+		{fault: "classifier-panic", want: ErrDialFailed, after: [][]EventType{opened}},
+		{fault: "nil", want: ErrDialFailed, after: [][]EventType{opened}},
 		{fault: "cancel", want: context.Canceled, after: [][]EventType{connected}, up: true},
 		{fault: "remove", want: ErrRemoved, after: [][]EventType{{Removed}}},
 		{fault: "close", want: ErrClosed},
@@ -149,6 +153,11 @@ func TestFaultsHalfOpenProbe(t *testing.T) {
 		{fault: "slow", after: [][]EventType{closedUp}, up: true},
 		{fault: "flap", after: [][]EventType{opened, halfOpen, closedUp}, up: true},
 		{fault: "panic", want: ErrCircuitOpen, after: [][]EventType{opened}},
+		// A probe always ends in a decision: an error the classifier does
+		// not count re-opens the breaker (it used to wedge it half-open).
+		{fault: "ignored", want: ErrCircuitOpen, after: [][]EventType{opened}},
+		{fault: "classifier-panic", want: ErrCircuitOpen, after: [][]EventType{opened}},
+		{fault: "nil", want: ErrCircuitOpen, after: [][]EventType{opened}},
 		{fault: "cancel", want: ErrCircuitOpen, after: [][]EventType{closedUp}, up: true},
 		{fault: "remove", after: [][]EventType{{Removed}, connected}, up: true},
 		{fault: "close", want: ErrClosed},
@@ -180,6 +189,12 @@ func (h *faultHarness) dialFault(t *testing.T, fault string, cancel context.Canc
 		h.f.next(t).succeed()
 	case "panic":
 		r.panicWith("boom")
+	case "ignored": // an error the classifier does not count
+		r.fail(errIgnored)
+	case "classifier-panic": // the classifier panics on the dial's error: a failure
+		r.fail(errClassPanic)
+	case "nil": // a nil client and no error: a failure
+		r.reply <- dialReply{nilClient: true}
 	case "cancel":
 		cancel()
 		synctest.Wait()

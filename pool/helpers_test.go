@@ -30,8 +30,9 @@ type dialReq struct {
 }
 
 type dialReply struct {
-	err   error
-	panic any
+	err       error
+	panic     any
+	nilClient bool // return (nil, nil)
 }
 
 // fakeDialer hands every dial to the test through reqs. The dial returns
@@ -71,6 +72,9 @@ func (f *fakeDialer) dial(ctx context.Context, key string) (*client, error) {
 	}
 	if rep.panic != nil {
 		panic(rep.panic)
+	}
+	if rep.nilClient {
+		return nil, nil
 	}
 	if rep.err != nil {
 		return nil, rep.err
