@@ -168,7 +168,12 @@ func (p *Pool[K, C]) settleLocked(c *call[K, C], r result[C]) (toClose []C, res 
 	case ok && rej != nil: // dialed fine, but the breaker opened meanwhile
 		c.endLocked(zero, rej)
 	default:
-		de := &Error{Kind: ErrDialFailed, Cluster: e.name, Cause: r.err}
+		// Come back at the first probe if this failure opened the breaker;
+		// else after the wait bound (the next Get dials again), or as long
+		// as this dial took if that is longer: a retry storm against a
+		// cluster that fails slowly helps nobody.
+		de := &Error{Kind: ErrDialFailed, Cluster: e.name, Cause: r.err,
+			RetryAt: time.Now().Add(max(e.set.maxWait, r.took))}
 		if changed && tr.To == breaker.StateOpen {
 			de.RetryAt = tr.At.Add(tr.OpenFor)
 		}

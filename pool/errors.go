@@ -73,11 +73,13 @@ const minRetryAfter = time.Millisecond
 // RetryAfter reports how long the caller should wait before asking again,
 // for a reconciler's RequeueAfter: for ErrCircuitOpen the time to the next
 // probe (while the probe is out, the time until its deadline, or a whole
-// DialTimeout while it waits for a permit), for
-// ErrWaitTimeout the time left until the dial in flight hits its
-// deadline, and for an ErrDialFailed that opened the breaker the time to the
-// first probe. The duration is at least 1ms. It reports false for errors with
-// no hint (ErrClosed, other dial failures, context errors, foreign errors).
+// DialTimeout while it waits for a permit), for ErrWaitTimeout the time
+// until the dial in flight is expected to end (its deadline, when the pool
+// has no better estimate), for an ErrDialFailed that opened the breaker the
+// time to the first probe, and for another ErrDialFailed the wait bound
+// (MaxWait) or the failed dial's duration if longer. The duration is at
+// least 1ms. It reports false for errors with no hint (ErrClosed,
+// ErrRemoved, context errors, foreign errors).
 func RetryAfter(err error) (time.Duration, bool) {
 	var pe *Error
 	if !errors.As(err, &pe) || pe.RetryAt.IsZero() {

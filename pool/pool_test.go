@@ -298,6 +298,9 @@ func TestBreakerTripsAndRejects(t *testing.T) {
 			if !errors.Is(err, ErrDialFailed) || !errors.Is(err, errRefused) {
 				t.Fatalf("dial %d: %v, want ErrDialFailed wrapping the cause", i, err)
 			}
+			if d, ok := RetryAfter(err); i < 2 && (!ok || d != DefaultMaxWait) {
+				t.Errorf("RetryAfter of failure %d=%v,%v, want MaxWait (the next Get dials again)", i, d, ok)
+			}
 			if i == 2 {
 				if d, ok := RetryAfter(err); !ok || d != breaker.DefaultOpenTimeout {
 					t.Errorf("RetryAfter of the tripping failure=%v,%v", d, ok)
