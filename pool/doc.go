@@ -3,40 +3,58 @@
 // A [Pool] hands out one client per cluster key. A Get for a connected
 // cluster is a lock-free map read. A Get for a cluster without a client
 // starts a dial on a goroutine the pool owns, or joins the one in flight,
-// and waits for it at most Options.MaxWait (and never past the caller's
-// deadline): a herd of callers causes exactly one dial and all of them get
-// its client, while a dial to an unreachable cluster costs each caller at
-// most the wait bound instead of the dial timeout.
+// and waits for it only while it can end within the wait bound
+// (Options.MaxWait, never past the caller's deadline): a herd of callers
+// causes exactly one dial and all of them get its client, while a dial to
+// an unreachable cluster costs a caller at most the bound, and nothing once
+// the pool knows the cluster hangs.
 //
 // Invariants:
-//   - At most one dial per cluster is joined by callers; dials for one
-//     cluster that run at once (a dial canceled by Remove that has not
-//     returned yet, and its successor) never exceed Options.MaxConcurrentDials,
-//     and dials across the pool never exceed Options.MaxTotalDials. Both are
-//     x/sync weighted semaphores (FIFO).
-//   - Suspect dials (of clusters whose last dial or reported use failed, and
-//     half-open probes) hold at most half of MaxTotalDials (at least one): a
-//     fleet of hanging clusters cannot starve the first dials of the others.
-//   - A Get waits only for a dial that runs or is about to: once the dial
-//     has to queue for a pool-wide permit, its waiters get ErrWaitTimeout at
-//     once instead of spending their bound behind other clusters' dials.
-//   - A dial runs under the pool's context and Options.DialTimeout, never
-//     under a caller's context: a caller giving up never aborts a dial that
-//     others wait for, and a dial that lands after every caller left is still
-//     cached and announced with a Connected event.
-//   - Each cluster has a circuit breaker (package breaker). While it is
-//     closed, the wait bound halves with every consecutive failure. Once it
-//     opens, Get rejects at once with ErrCircuitOpen without calling the
-//     dialer, and the pool itself runs the half-open probe in the background
-//     when the open period ends; the open period doubles (with jitter) after
-//     every failed probe.
+//   - At most one dial per cluster is joined by callers; dials of one
+//     cluster running at once (one canceled by Remove that has not returned
+//     yet, and its successor) never exceed Options.MaxConcurrentDials.
+//   - Pending dials wait in one FIFO queue (two, for ordinary and suspect
+//     dials, served oldest first) with no goroutine each; a dial gets a
+//     goroutine when it starts. The normal lane runs at most
+//     Options.MaxTotalDials dials; dials of clusters that failed their last
+//     dial or use, and half-open probes, hold at most half of it.
+//   - No fixed budget that hanging dials can fill: a dial that has run
+//     4× the pool's healthy dial latency (p90 of recent successes, at least
+//     MaxWait) leaves the normal lane for the slow lane
+//     (Options.MaxSlowDials), where it goes on until its deadline, so first
+//     dials of healthy clusters never queue behind hanging ones. Slots are
+//     x/sync weighted semaphores taken with TryAcquire; nobody blocks on
+//     them.
+//   - A Get waits only for a dial expected to end within its bound: not for
+//     a queued dial, not for a dial already slow, not for a cluster whose
+//     last dial took longer than the bound. It returns ErrWaitTimeout at
+//     once instead, with a RetryAfter of the expected end, and the Connected
+//     event follows.
+//   - A dial runs under the pool's context and its DialTimeout, never under
+//     a caller's context; the pool enforces the deadline even if the dialer
+//     ignores it (the dial is settled as a timeout failure, its slots come
+//     back; a late client goes to OnClose).
+//   - Each cluster has a circuit breaker (package breaker). Once it opens,
+//     Get rejects at once with ErrCircuitOpen without calling the dialer,
+//     and the pool runs the half-open probe in the background when the open
+//     period ends (or at once on Probe); every probe ends in a decision, and
+//     the open period doubles (with jitter, capped) after every failed one.
+//   - No user callback (dialer, OnClose, IsFailure, FormatKey, ForKey) runs
+//     with a pool lock held; a panic in one is recovered and counted.
 //   - Every client a dial returned is either cached, or passed to
 //     Options.OnClose exactly once; a cached client is passed to OnClose
 //     exactly once when it leaves the pool (eviction, Remove, Close).
-//   - Close returns after every goroutine of the pool has exited.
+//   - A Get that returns without waiting (a done context, an instant
+//     rejection) keeps no state; Report never creates state; nothing is
+//     created after Close.
+//   - Close and Shutdown return within their bound whatever the dialers do,
+//     after every other goroutine of the pool has exited; dialers that
+//     ignore their context past the bound are named in the error
+//     (ErrAbandoned).
 //
 // Errors are sentinel values matched with errors.Is: [ErrWaitTimeout],
 // [ErrCircuitOpen], [ErrClosed], [ErrRemoved], [ErrDialFailed] (wrapping the
-// dialer's error) and the caller's own context.Canceled. [RetryAfter] says
-// when a caller should come back, for a controller's RequeueAfter.
+// dialer's error), [ErrInvalidOptions], [ErrAbandoned], and the caller's own
+// context errors. [RetryAfter] says when a caller should come back, for a
+// controller's RequeueAfter. Error strings start with "pool:".
 package pool
