@@ -222,7 +222,7 @@ func TestSoak(t *testing.T) {
 	}
 	p99 := all.waits.quantile(0.99)
 	t.Logf("soak %v: %d clusters, %d workers: %.0f Gets/s (%d Gets, %.1f%% hits, %d with a client), %d dials; "+
-		"wait p99 %v, max %v (of %d waits), worker sleeps late by up to %v; heap %.0f B per cluster; %d pool goroutines at the end (dials running or queued for a permit), 0 after Close",
+		"wait p99 %v, max %v (of %d waits), worker sleeps late by up to %v; heap %.0f B per cluster; %d pool goroutines at the end (dials running; queued dials have none), 0 after Close",
 		*soakDuration, len(keys), len(stats), float64(all.gets)/soakDuration.Seconds(), all.gets,
 		100*float64(all.hits)/float64(max(all.gets, 1)), all.clients, fleet.dials.Load(),
 		p99, all.waits.longest, all.waits.total, late, perCluster, inPool)
