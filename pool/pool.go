@@ -83,11 +83,11 @@ func New[K comparable, C any](dial DialFunc[K, C], opts Options[K, C]) (*Pool[K,
 // at once, with no lock, allocation or span. Otherwise Get starts a dial or
 // joins the one in flight, and waits for it only if it is expected to end
 // within the wait bound (Options.MaxWait, or ctx's earlier deadline): not
-// for a dial queued for a permit, nor for a cluster that failed its last
-// dial or use, nor for a dial slower than the healthy dials the pool has
-// seen. It then returns ErrWaitTimeout at once with a RetryAfter of the
-// expected end, the dial goes on, and a Connected event tells when the
-// client is there.
+// for a dial queued for a slot, nor for a dial already slower than the
+// healthy dials the pool has seen, nor for a cluster whose last dial took
+// longer than the bound. It then returns ErrWaitTimeout at once with a
+// RetryAfter of the expected end, the dial goes on, and a Connected event
+// tells when the client is there.
 //
 // A Get whose ctx is already done when it would have to wait returns
 // ctx.Err() as it is, starts nothing and keeps no state.
