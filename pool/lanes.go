@@ -79,18 +79,21 @@ func (p *Pool[K, C]) submit(c *call[K, C]) bool {
 // whether it did.
 func (p *Pool[K, C]) dequeue(c *call[K, C]) bool {
 	p.lanes.mu.Lock()
-	queued := c.lane == laneQueued
-	p.lanes.mu.Unlock()
-	return queued && p.release(c)
+	defer p.lanes.mu.Unlock()
+	return c.lane == laneQueued && p.releaseLocked(c)
 }
 
 // release takes c out of the lanes (queue or slot) and starts what the
 // freed slot allows. It returns false if c held nothing (already
 // released).
 func (p *Pool[K, C]) release(c *call[K, C]) bool {
+	p.lanes.mu.Lock()
+	defer p.lanes.mu.Unlock()
+	return p.releaseLocked(c)
+}
+
+func (p *Pool[K, C]) releaseLocked(c *call[K, C]) bool {
 	l := &p.lanes
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	switch c.lane {
 	case laneNone:
 		return false
@@ -184,6 +187,9 @@ func (p *Pool[K, C]) startLocked(c *call[K, C]) {
 	c.elem = l.running.PushBack(c)
 	ctx, cancel := context.WithCancel(p.ctx)
 	c.ctx, c.cancel = trace.ContextWithSpan(ctx, c.span), cancel
+	if c.canceled { // Remove canceled it while it was queued
+		cancel()
+	}
 	now := time.Now()
 	c.started.Store(now.UnixNano())
 	c.deadline.Store(now.Add(c.e.set.dialTimeout).UnixNano())
