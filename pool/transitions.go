@@ -132,9 +132,12 @@ func (p *Pool[K, C]) Probe(key K) {
 		e.ls.removed = false
 		var toClose []C
 		switch {
-		case e.client.Load() != nil, e.ls.call != nil:
-		case e.reject.Load() == nil:
-			p.startDialLocked(e) //nolint:errcheck // only ErrClosed: nothing to do
+		case e.client.Load() != nil: // connected
+		case e.reject.Load() == nil: // closed breaker: dial unless a dial is in flight
+			if e.ls.call == nil {
+				p.startDialLocked(e) //nolint:errcheck // only ErrClosed: nothing to do
+			}
+		case e.ls.call != nil && e.ls.call.probe: // the probe is out already
 		default:
 			e.ls.brk.Expire()
 			p.stopProbeLocked(e)
