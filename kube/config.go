@@ -6,11 +6,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -38,16 +40,25 @@ const KubeconfigSecretKey = "value"
 func KubeconfigSecretName(cluster string) string { return cluster + "-kubeconfig" }
 
 // ErrInvalidKubeconfig is matched by the error of a kubeconfig Secret that
-// is missing its key or does not parse. The error names the Secret, never
-// its content.
+// is missing its key, does not parse, or is refused by its
+// KubeconfigPolicy (then ErrKubeconfigRefused matches too). The error
+// names the Secret and the offending field, never the content.
 var ErrInvalidKubeconfig = errors.New("kube: invalid kubeconfig")
 
 // SecretSource reads Cluster API kubeconfig Secrets
 // (<cluster-name>-kubeconfig, key "value", in the cluster's namespace)
 // through a management-cluster reader. Use an uncached reader (or one
 // whose cache holds Secrets) so that a rotated Secret is read fresh.
+//
+// Kubeconfig Secrets are untrusted input: each is parsed with
+// ParseKubeconfigWith and Policy, whose zero value refuses exec plugins,
+// auth-provider plugins, file references, insecure TLS, proxies and
+// impersonation. A refused Secret is a failed dial like any other.
 type SecretSource struct {
 	Reader client.Reader
+	// Policy is what a kubeconfig may use beyond inline data; the zero
+	// value allows nothing (see KubeconfigPolicy).
+	Policy KubeconfigPolicy
 }
 
 // Config reads and parses key's kubeconfig Secret; revision is a digest of
@@ -62,7 +73,7 @@ func (s SecretSource) Config(ctx context.Context, key client.ObjectKey) (*rest.C
 		}
 		return nil, "", fmt.Errorf("kube: reading kubeconfig Secret %s: %w", name, err)
 	}
-	cfg, err := ParseKubeconfig(secret.Data[KubeconfigSecretKey])
+	cfg, err := ParseKubeconfigWith(secret.Data[KubeconfigSecretKey], s.Policy)
 	if err != nil {
 		return nil, "", fmt.Errorf("kube: Secret %s key %q: %w", name, KubeconfigSecretKey, err)
 	}
@@ -77,10 +88,23 @@ func KubeconfigRevision(data []byte) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// ParseKubeconfig turns kubeconfig bytes into a REST config. Its error
-// matches ErrInvalidKubeconfig and never contains any of data: parser
+// ParseKubeconfig turns kubeconfig bytes into a REST config under the
+// strict zero KubeconfigPolicy: ParseKubeconfigWith(data, KubeconfigPolicy{}).
+func ParseKubeconfig(data []byte) (*rest.Config, error) {
+	return ParseKubeconfigWith(data, KubeconfigPolicy{})
+}
+
+// ParseKubeconfigWith turns kubeconfig bytes into a REST config, refusing
+// every capability policy does not allow before any client-go code
+// interprets the config: nothing is executed and no local file is read
+// unless policy says so. Only the current context is used: it must exist
+// and name a cluster with an https server (http with AllowInsecureTLS)
+// and, if any, a user that exists; no other entry reaches client-go.
+//
+// Its error matches ErrInvalidKubeconfig (and ErrKubeconfigRefused for a
+// refusal), names fields only, and never contains any of data: parser
 // messages can quote the input, so they are not passed on.
-func ParseKubeconfig(data []byte) (cfg *rest.Config, err error) {
+func ParseKubeconfigWith(data []byte, policy KubeconfigPolicy) (cfg *rest.Config, err error) {
 	if len(data) == 0 {
 		return nil, fmt.Errorf("%w: empty", ErrInvalidKubeconfig)
 	}
@@ -89,12 +113,58 @@ func ParseKubeconfig(data []byte) (cfg *rest.Config, err error) {
 			cfg, err = nil, fmt.Errorf("%w: parser failed", ErrInvalidKubeconfig)
 		}
 	}()
-	cfg, err = clientcmd.RESTConfigFromKubeConfig(data)
+	raw, err := clientcmd.Load(data)
 	if err != nil {
-		return nil, fmt.Errorf("%w: does not parse or has no usable context", ErrInvalidKubeconfig)
+		return nil, fmt.Errorf("%w: does not parse", ErrInvalidKubeconfig)
 	}
-	if cfg.Host == "" {
-		return nil, fmt.Errorf("%w: no server", ErrInvalidKubeconfig)
+	if err := policy.check(kubeconfigUses(raw)); err != nil {
+		return nil, err
+	}
+	current, err := currentOnly(raw)
+	if err != nil {
+		return nil, err
+	}
+	// No ConfigAccess: nothing is ever persisted (an auth-provider would
+	// otherwise write tokens to the controller's own kubeconfig file).
+	cfg, err = clientcmd.NewNonInteractiveClientConfig(*current, current.CurrentContext,
+		&clientcmd.ConfigOverrides{}, nil).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("%w: current context is not usable", ErrInvalidKubeconfig)
+	}
+	if err := policy.check(restUses(cfg)); err != nil {
+		return nil, err
 	}
 	return cfg, nil
+}
+
+// currentOnly returns a kubeconfig holding only raw's current context, its
+// cluster and its user, under fixed names, so that no other entry (and no
+// default of client-go's, such as $KUBERNETES_MASTER) can be used.
+func currentOnly(raw *clientcmdapi.Config) (*clientcmdapi.Config, error) {
+	kctx, ok := raw.Contexts[raw.CurrentContext]
+	if raw.CurrentContext == "" || !ok || kctx == nil {
+		return nil, fmt.Errorf("%w: current-context names no context", ErrInvalidKubeconfig)
+	}
+	cluster, ok := raw.Clusters[kctx.Cluster]
+	if !ok || cluster == nil {
+		return nil, fmt.Errorf("%w: current context names no cluster", ErrInvalidKubeconfig)
+	}
+	if cluster.Server == "" {
+		return nil, fmt.Errorf("%w: no server", ErrInvalidKubeconfig)
+	}
+	if u, err := url.Parse(cluster.Server); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return nil, fmt.Errorf("%w: server is not an https URL", ErrInvalidKubeconfig)
+	}
+	user := clientcmdapi.NewAuthInfo()
+	if kctx.AuthInfo != "" {
+		if user, ok = raw.AuthInfos[kctx.AuthInfo]; !ok || user == nil {
+			return nil, fmt.Errorf("%w: current context names no user", ErrInvalidKubeconfig)
+		}
+	}
+	out := clientcmdapi.NewConfig()
+	out.Clusters["cluster"] = cluster
+	out.AuthInfos["user"] = user
+	out.Contexts["current"] = &clientcmdapi.Context{Cluster: "cluster", AuthInfo: "user", Namespace: kctx.Namespace}
+	out.CurrentContext = "current"
+	return out, nil
 }

@@ -31,6 +31,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/clusterpool/clusterpool/breaker"
@@ -111,9 +113,20 @@ func TestSecretsNeverLeakAnywhere(t *testing.T) {
 	}
 	errs = append(errs, err)
 
+	// An exec plugin whose command line holds the token, with a local token
+	// file: refused by the default KubeconfigPolicy before anything runs.
+	execKey := client.ObjectKey{Namespace: "security", Name: "exec"}
+	putKubeconfig(t, execKey, withExec(t, kubeconfig(t, "", tokenCanary), tokenCanary))
+	_, err = p.Get(ctx, execKey)
+	if !errors.Is(err, pool.ErrDialFailed) || !errors.Is(err, ErrKubeconfigRefused) {
+		t.Fatalf("Get with an exec kubeconfig: %v, want ErrDialFailed wrapping ErrKubeconfigRefused", err)
+	}
+	errs = append(errs, err)
+
 	p.Close()
 	haystack := dumpErrors(errs) + logText(&logMu, &logs) + dumpSpans(spans) + dumpMetrics(t, reader) + fmt.Sprintf("%+v", ev.snapshot())
-	for _, want := range []string{"security/token", "security/bad-ca", "certificate", "clusterpool.Dial", "clusterpool.get.outcomes", "probe failed"} {
+	for _, want := range []string{"security/token", "security/bad-ca", "certificate", "clusterpool.Dial", "clusterpool.get.outcomes", "probe failed",
+		"security/exec", "users[].user.exec needs KubeconfigPolicy.AllowExec"} {
 		if !strings.Contains(haystack, want) {
 			t.Fatalf("the capture lacks %q: the test would prove nothing", want)
 		}
@@ -123,6 +136,22 @@ func TestSecretsNeverLeakAnywhere(t *testing.T) {
 			t.Errorf("the %s leaked: …%s…", name, haystack[max(0, i-80):min(len(haystack), i+len(canary)+20)])
 		}
 	}
+}
+
+// withExec adds an exec plugin that passes arg on its command line, and a
+// token file, to kc's user.
+func withExec(t *testing.T, kc []byte, arg string) []byte {
+	t.Helper()
+	cfg, err := clientcmd.Load(kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range cfg.AuthInfos {
+		u.TokenFile = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+		u.Exec = &clientcmdapi.ExecConfig{Command: "/bin/echo", Args: []string{arg},
+			APIVersion: "client.authentication.k8s.io/v1", InteractiveMode: clientcmdapi.NeverExecInteractiveMode}
+	}
+	return writeKubeconfig(t, cfg)
 }
 
 // keyMaterial returns a stretch of a PEM key's base64 body: text that only
@@ -226,7 +255,7 @@ func TestNoTLSVerificationBypass(t *testing.T) {
 			return err
 		}
 		ast.Inspect(f, func(n ast.Node) bool {
-			if id, ok := n.(*ast.Ident); ok && (id.Name == "InsecureSkipVerify" || id.Name == "Insecure") {
+			if id := settingInsecure(n); id != nil {
 				found = append(found, fset.Position(id.Pos()).String())
 			}
 			return true
@@ -237,7 +266,7 @@ func TestNoTLSVerificationBypass(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(found) > 0 {
-		t.Errorf("library sources touch TLS verification at %v", found)
+		t.Errorf("library sources set TLS verification fields at %v", found)
 	}
 	kc := []byte(`apiVersion: v1
 kind: Config
@@ -253,6 +282,41 @@ current-context: c
 	if cfg.Insecure || len(cfg.CAData) == 0 {
 		t.Errorf("parsed config: Insecure=%v, CA %d bytes; want verification against the kubeconfig's CA", cfg.Insecure, len(cfg.CAData))
 	}
+}
+
+// settingInsecure returns the field name if n sets, or takes the address
+// of, a field named Insecure or InsecureSkipVerify: x.Insecure = …,
+// T{Insecure: …}, &x.Insecure. Reading the field (as the kubeconfig
+// policy does, to refuse it) is not setting it.
+func settingInsecure(n ast.Node) *ast.Ident {
+	insecure := func(e ast.Expr) *ast.Ident {
+		var id *ast.Ident
+		switch e := e.(type) {
+		case *ast.SelectorExpr:
+			id = e.Sel
+		case *ast.Ident:
+			id = e
+		}
+		if id != nil && (id.Name == "Insecure" || id.Name == "InsecureSkipVerify") {
+			return id
+		}
+		return nil
+	}
+	switch n := n.(type) {
+	case *ast.AssignStmt:
+		for _, lhs := range n.Lhs {
+			if id := insecure(lhs); id != nil {
+				return id
+			}
+		}
+	case *ast.KeyValueExpr:
+		return insecure(n.Key)
+	case *ast.UnaryExpr:
+		if n.Op == token.AND {
+			return insecure(n.X)
+		}
+	}
+	return nil
 }
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
