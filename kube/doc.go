@@ -8,4 +8,13 @@
 // name), as in Cluster API. Credentials never reach errors, logs, span
 // attributes or events: the dialer reports a cluster by its key, and a
 // kubeconfig that does not parse is reported without its content.
+//
+// Kubeconfig Secrets are untrusted input: SecretSource and ParseKubeconfig
+// apply a KubeconfigPolicy before any client exists, which by default
+// refuses exec and auth-provider plugins, file references, insecure TLS,
+// proxies and impersonation, and hands only the current context to
+// client-go. Each capability has its own opt-in.
+//
+// Constructor errors match ErrInvalidOptions and name the field; error
+// strings start with "kube:".
 package kube
