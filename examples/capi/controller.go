@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/clusterpool/clusterpool/kube"
+	"github.com/clusterpool/clusterpool/kube/shard"
 	"github.com/clusterpool/clusterpool/pool"
 )
 
@@ -34,6 +35,11 @@ type Reconciler struct {
 	Client client.Client // management cluster
 	Pool   *pool.Pool[client.ObjectKey, *kube.Cluster]
 	Stats  *Stats
+	// Clients, if set, hands out the workload clients instead of Pool (a
+	// shard.Getter with -replicas: another replica's cluster is skipped).
+	Clients interface {
+		Get(ctx context.Context, key client.ObjectKey) (*kube.Cluster, error)
+	}
 }
 
 // Reconcile handles one Cluster.
@@ -44,8 +50,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, &cl); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	get := r.Pool.Get
+	if r.Clients != nil {
+		get = r.Clients.Get
+	}
 	start := time.Now()
-	wc, err := r.Pool.Get(ctx, req.NamespacedName)
+	wc, err := get(ctx, req.NamespacedName)
+	if errors.Is(err, shard.ErrNotOwned) {
+		return ctrl.Result{}, nil // the owning replica reconciles it
+	}
 	r.Stats.get(req.NamespacedName, err, time.Since(start))
 	if err != nil {
 		if perr := r.setCondition(ctx, &cl, metav1.ConditionFalse, reason(err), err.Error()); perr != nil {
@@ -53,10 +66,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return kube.Requeue(err)
 	}
+	start = time.Now()
 	nodes, err := r.work(ctx, wc)
+	r.Stats.request(req.NamespacedName, time.Since(start))
 	if err != nil {
-		r.Pool.Report(req.NamespacedName, err) // passive health
-		return ctrl.Result{}, r.setCondition(ctx, &cl, metav1.ConditionFalse, "WorkloadError", err.Error())
+		// No Report: the cluster's transport reported the failure itself
+		// (passive health, kube.RequestOptions).
+		if perr := r.setCondition(ctx, &cl, metav1.ConditionFalse, "WorkloadError", err.Error()); perr != nil {
+			return ctrl.Result{}, perr
+		}
+		if res, rerr := kube.Requeue(err); rerr == nil {
+			return res, nil // rejected by the transport (open breaker, bulkhead): back after RetryAfter
+		}
+		return ctrl.Result{}, nil
 	}
 	r.Stats.reconciled(req.NamespacedName)
 	msg := fmt.Sprintf("connected through clusterpool; %d nodes; breaker %v", nodes, r.Pool.State(req.NamespacedName).Breaker)
@@ -123,6 +145,7 @@ type clusterStats struct {
 	reconciles, waits, rejections, failures, dials int
 	first, last                                    time.Time     // successful reconciles
 	maxGet                                         time.Duration // longest a Get blocked a worker
+	maxRequest                                     time.Duration // longest a worker was blocked in requests to the workload cluster
 	recoveries                                     []time.Duration
 	healedAt                                       time.Time // when the network healed, until the next success
 }
@@ -137,6 +160,15 @@ func (s *Stats) of(k client.ObjectKey) *clusterStats {
 		s.per[k] = c
 	}
 	return c
+}
+
+// request records how long a reconcile's requests to the workload cluster
+// blocked its worker.
+func (s *Stats) request(k client.ObjectKey, took time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.of(k)
+	c.maxRequest = max(c.maxRequest, took)
 }
 
 func (s *Stats) get(k client.ObjectKey, err error, took time.Duration) {

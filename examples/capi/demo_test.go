@@ -10,6 +10,8 @@ import (
 	"github.com/go-logr/logr"
 	"go.uber.org/goleak"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/clusterpool/clusterpool/kube"
 )
 
 func TestMain(m *testing.M) {
@@ -55,5 +57,31 @@ func TestDemo(t *testing.T) {
 	}
 	if flap := res.Figures["flapping"]; len(flap.recoveries) == 0 || flap.reconciles < 2 {
 		t.Errorf("flapping: recoveries %v reconciles %d", flap.recoveries, flap.reconciles)
+	}
+	// A request hung on the flapping cluster ends at its first-byte
+	// deadline (kube.DefaultMinFirstByte, 2s) or when the breaker opens,
+	// not at the reconciler's 5s timeout.
+	if flap := res.Figures["flapping"]; flap.maxRequest >= kube.DefaultMinFirstByte+2*time.Second {
+		t.Errorf("flapping: longest request %v, want below the first-byte floor plus slack", flap.maxRequest)
+	}
+	// The manager's /metrics served the pool's series, with no cluster in
+	// them. (Which outcomes the healthy clusters' first Gets had depends on
+	// the machine's speed; the dead cluster's are certain.)
+	for _, want := range []string{
+		`clusterpool_get_outcomes_total{clusterpool_outcome="rejected"} `,
+		`clusterpool_dial_duration_seconds_count{clusterpool_dial_result="error"} `,
+		`clusterpool_dial_duration_seconds_count{clusterpool_dial_result="success"} `,
+		`clusterpool_breaker_transitions_total{clusterpool_breaker_from="closed",clusterpool_breaker_to="open"} `,
+		`clusterpool_breaker_clusters{clusterpool_breaker_state="closed"} `,
+		"clusterpool_wait_duration_seconds_count{",
+	} {
+		if !strings.Contains(res.Metrics, want) {
+			t.Errorf("/metrics lacks %q; it served:\n%s", want, res.Metrics)
+		}
+	}
+	for _, m := range res.Fleet {
+		if strings.Contains(res.Metrics, m.Key.Name) {
+			t.Errorf("/metrics names cluster %s", m.Key.Name)
+		}
 	}
 }

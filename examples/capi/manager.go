@@ -8,17 +8,15 @@ import (
 	"text/tabwriter"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/rest"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/clusterpool/clusterpool/breaker"
 	"github.com/clusterpool/clusterpool/kube"
+	poolmetrics "github.com/clusterpool/clusterpool/kube/metrics"
 	"github.com/clusterpool/clusterpool/pool"
 )
 
@@ -38,47 +36,38 @@ func (c countingSource) Config(ctx context.Context, key client.ObjectKey) (*rest
 const workers = 10
 
 func runController(ctx context.Context, out io.Writer, fleet *Fleet, cfg Config) (*Result, error) {
-	mgr, err := ctrl.NewManager(fleet.Mgmt, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	addr, err := metricsAddr(cfg.MetricsPort)
 	if err != nil {
 		return nil, err
 	}
+	mgr, err := ctrl.NewManager(fleet.Mgmt, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: addr}})
+	if err != nil {
+		return nil, err
+	}
+	// The pool's metrics go to controller-runtime's registry, which the
+	// manager serves on /metrics; its traces go to the otel global (OTLP
+	// when configured).
+	mp, err := poolmetrics.NewMeterProvider(poolmetrics.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer mp.Shutdown(context.Background())
+	metricsURL := "http://" + addr + "/metrics"
+	fmt.Fprintf(out, "metrics: curl -s %s | grep ^clusterpool_\n", metricsURL)
 	stats := NewStats()
-	src := countingSource{ConfigSource: kube.SecretSource{Reader: mgr.GetAPIReader()}, stats: stats}
-	dialer, err := kube.NewDialer(src, kube.DialerOptions{
-		Scheme: scheme, ReadyzTimeout: 2 * time.Second, WatchTypes: []client.Object{&corev1.ConfigMap{}},
-	})
-	if err != nil {
-		return nil, err
-	}
-	p, err := kube.NewPool(dialer, pool.Options[client.ObjectKey, *kube.Cluster]{
-		DialTimeout: 5 * time.Second,
-		Breaker:     breaker.Settings{OpenTimeout: 2 * time.Second, MaxOpenTimeout: 16 * time.Second},
-	})
+	p, err := wireController(mgr, stats, mp, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer p.Close()
-	prober, err := kube.NewProber(p, kube.ProberOptions{Interval: 2 * time.Second, Timeout: time.Second})
-	if err != nil {
-		return nil, err
-	}
-	for _, r := range []interface{ Start(context.Context) error }{prober, &kube.SecretWatcher{Informers: mgr.GetCache(), Pool: p}} {
-		if err := mgr.Add(r); err != nil {
-			return nil, err
-		}
-	}
-	rec := &Reconciler{Client: mgr.GetClient(), Pool: p, Stats: stats}
-	if err := ctrl.NewControllerManagedBy(mgr).For(&clusterv1.Cluster{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
-		WatchesRawSource(kube.Source(p, kube.ClusterRequest)).
-		Complete(rec); err != nil {
-		return nil, err
-	}
 
 	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
+	// The manager outlives runCtx by the final scrape of its /metrics.
+	mgrCtx, stopMgr := context.WithCancel(ctx)
+	defer stopMgr()
 	mgrDone := make(chan error, 1)
-	go func() { mgrDone <- mgr.Start(runCtx) }()
+	go func() { mgrDone <- mgr.Start(mgrCtx) }()
 	// A recovery is measured from the moment the network heals for a
 	// cluster the pool had lost, to its next successful reconcile.
 	go fleet.Flap(runCtx, cfg.Flap, func(k client.ObjectKey, at time.Time) {
@@ -97,10 +86,18 @@ func runController(ctx context.Context, out io.Writer, fleet *Fleet, cfg Config)
 		}
 		table(out, mgr.GetClient(), fleet, p, stats, done)
 	}
+	samples, err := scrapePool(context.Background(), metricsURL)
+	if err != nil {
+		fmt.Fprintln(out, err) // e.g. after an interrupt; Result.Metrics stays empty
+	} else {
+		fmt.Fprintf(out, "%s (clusterpool_ samples, buckets left out):\n%s\n", metricsURL, samples)
+	}
+	stopMgr()
 	if err := <-mgrDone; err != nil {
 		return nil, err
 	}
-	res := &Result{Fleet: fleet.Members, Figures: map[string]clusterStats{}, States: map[string]string{}, Conditions: map[string]string{}}
+	res := &Result{Fleet: fleet.Members, Figures: map[string]clusterStats{}, States: map[string]string{}, Conditions: map[string]string{},
+		Metrics: samples}
 	for _, m := range fleet.Members {
 		res.Figures[m.Key.Name] = stats.snapshot(m.Key)
 		res.States[m.Key.Name] = p.State(m.Key).Breaker.String()
@@ -115,16 +112,16 @@ func table(out io.Writer, mgmt client.Reader, fleet *Fleet, p *pool.Pool[client.
 	if final {
 		title = "summary"
 	}
-	fmt.Fprintf(w, "%s\trole\tbreaker\tconnected\tcondition\treconciles\tlast\tfirst after\twaits\trejections\tdials\tmax Get\trecoveries\n", title)
+	fmt.Fprintf(w, "%s\trole\tbreaker\tconnected\tcondition\treconciles\tlast\tfirst after\twaits\trejections\tdials\tmax Get\tmax request\trecoveries\n", title)
 	members := append([]member(nil), fleet.Members...)
 	sort.Slice(members, func(i, j int) bool { return members[i].Key.Name < members[j].Key.Name })
 	for _, m := range members {
 		st := p.State(m.Key)
 		f := s.snapshot(m.Key)
 		cond := condition(mgmt, m.Key)
-		fmt.Fprintf(w, "%s\t%s\t%v\t%v\t%s\t%d\t%s\t%s\t%d\t%d\t%d\t%v\t%v\n", m.Key.Name, m.Role, st.Breaker, st.Connected, cond,
+		fmt.Fprintf(w, "%s\t%s\t%v\t%v\t%s\t%d\t%s\t%s\t%d\t%d\t%d\t%v\t%v\t%v\n", m.Key.Name, m.Role, st.Breaker, st.Connected, cond,
 			f.reconciles, ago(f.last), since(s.start, f.first), f.waits, f.rejections, f.dials,
-			f.maxGet.Round(time.Millisecond), rounded(f.recoveries))
+			f.maxGet.Round(time.Millisecond), f.maxRequest.Round(time.Millisecond), rounded(f.recoveries))
 	}
 	w.Flush()
 	fmt.Fprintln(out)
