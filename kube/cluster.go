@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/clusterpool/clusterpool/internal/reqguard"
 )
 
 // Cluster is a connected workload cluster: the client the pool hands out.
@@ -32,8 +34,9 @@ type Cluster struct {
 	// Cache is the informer cache behind Client.
 	Cache cache.Cache
 
-	config     *rest.Config // holds credentials: never logged or printed
-	httpClient *http.Client // shared by every client of the cluster
+	config     *rest.Config    // holds credentials: never logged or printed
+	httpClient *http.Client    // shared by every client of the cluster
+	guard      *reqguard.Guard // the requests' guard; nil if RequestOptions.Disable
 
 	stopOnce sync.Once
 	cancel   context.CancelFunc
@@ -50,8 +53,9 @@ func (c *Cluster) HTTPClient() *http.Client { return c.httpClient }
 // String names the cluster; it never shows credentials.
 func (c *Cluster) String() string { return "cluster " + c.Key.String() }
 
-// Stop stops the cluster's cache and informers and waits for them. It is
-// idempotent and safe for concurrent use.
+// Stop ends the cluster's requests in flight (and rejects later ones; see
+// RequestOptions), then stops its cache and informers and waits for them.
+// It is idempotent and safe for concurrent use.
 func (c *Cluster) Stop() {
 	c.stopOnce.Do(func() {
 		c.cancel()
@@ -67,8 +71,11 @@ func closeIdle(hc *http.Client) { utilnet.CloseIdleConnectionsFor(hc.Transport) 
 // Readyz sends GET /readyz to the cluster and returns nil on 200. An
 // Unauthorized (401) or Forbidden answer is returned as the matching
 // apierrors status error, so apierrors.IsUnauthorized works on it.
+//
+// The request holds no bulkhead slot, has no first-byte deadline and is not
+// reported to the breaker: the caller (the Prober) reports the outcome.
 func (c *Cluster) Readyz(ctx context.Context) error {
-	return readyz(ctx, c.httpClient, c.config.Host)
+	return readyz(withClass(ctx, reqguard.Unreported), c.httpClient, c.config.Host)
 }
 
 func readyz(ctx context.Context, hc *http.Client, host string) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/clusterpool/clusterpool/internal/opt"
+	"github.com/clusterpool/clusterpool/internal/reqguard"
 	"github.com/clusterpool/clusterpool/pool"
 )
 
@@ -51,23 +53,41 @@ type DialerOptions struct {
 	// Logger receives the dialer's messages; never credentials. The zero
 	// value discards them.
 	Logger logr.Logger
+	// Requests configures the protection of requests on established
+	// clients (bulkhead, first-byte deadline, passive health, rejection
+	// and cancellation once the breaker opens); zero means all on.
+	Requests RequestOptions
 }
 
-// Dialer builds Clusters: pass its Dial to pool.New, or use NewPool.
+// Dialer builds Clusters: pass its Dial to pool.New, or use NewPool. Passive
+// health (RequestOptions) reports to the pool NewPool built with it; a
+// Dialer given to pool.New directly reports to no one.
 type Dialer struct {
-	src  ConfigSource
-	opts DialerOptions
+	src     ConfigSource
+	opts    DialerOptions
+	pool    poolRef
+	metrics *reqguard.Metrics
 }
 
-// NewDialer returns a Dialer reading configs from src.
+// NewDialer returns a Dialer reading configs from src, or an error matching
+// ErrInvalidOptions, naming the field, when src is nil or a field of opts is
+// negative.
 func NewDialer(src ConfigSource, opts DialerOptions) (*Dialer, error) {
 	if src == nil {
-		return nil, errors.New("kube: NewDialer: ConfigSource must not be nil")
+		return nil, invalidOptions(errors.New("NewDialer: ConfigSource must not be nil"))
 	}
-	if err := opt.FirstNegative("kube: DialerOptions.", opt.F("RequestTimeout", opts.RequestTimeout),
+	if err := opt.FirstNegative("DialerOptions.", opt.F("RequestTimeout", opts.RequestTimeout),
 		opt.F("QPS", opts.QPS), opt.F("Burst", opts.Burst), opt.F("ReadyzTimeout", opts.ReadyzTimeout),
 		opt.F("CacheSyncTimeout", opts.CacheSyncTimeout)); err != nil {
-		return nil, err
+		return nil, invalidOptions(err)
+	}
+	if err := opts.Requests.validate(); err != nil {
+		return nil, invalidOptions(err)
+	}
+	opts.Requests.withDefaults()
+	metrics, err := reqguard.NewMetrics(opts.Requests.MeterProvider)
+	if err != nil {
+		return nil, fmt.Errorf("kube: request metrics: %w", err)
 	}
 	opt.Default(&opts.Scheme, clientgoscheme.Scheme)
 	opt.Default(&opts.RequestTimeout, DefaultRequestTimeout)
@@ -75,7 +95,7 @@ func NewDialer(src ConfigSource, opts DialerOptions) (*Dialer, error) {
 	opt.Default(&opts.Burst, DefaultBurst)
 	opt.Default(&opts.ReadyzTimeout, DefaultReadyzTimeout)
 	opt.Default(&opts.CacheSyncTimeout, DefaultCacheSyncTimeout)
-	return &Dialer{src: src, opts: opts}, nil
+	return &Dialer{src: src, opts: opts, metrics: metrics}, nil
 }
 
 // Dial reads key's config, checks that the cluster answers /readyz, and
@@ -90,11 +110,17 @@ func (d *Dialer) Dial(ctx context.Context, key client.ObjectKey) (*Cluster, erro
 	cfg = rest.CopyConfig(cfg)
 	cfg.Timeout = d.opts.RequestTimeout
 	cfg.QPS, cfg.Burst = d.opts.QPS, d.opts.Burst
+	var g *reqguard.Guard
+	if !d.opts.Requests.Disable {
+		g = reqguard.New(d.opts.Requests.guardSettings(key, d.opts.RequestTimeout, &d.pool, d.metrics))
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &guardedTransport{next: rt, g: g} })
+	}
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kube: HTTP client for cluster %s: %w", key, err)
 	}
-	rctx, cancel := context.WithTimeout(ctx, d.opts.ReadyzTimeout)
+	// The check has its own bound: no bulkhead slot, no first-byte deadline.
+	rctx, cancel := context.WithTimeout(withClass(ctx, reqguard.Unreported), d.opts.ReadyzTimeout)
 	err = readyz(rctx, hc, cfg.Host)
 	cancel()
 	if err != nil {
@@ -107,7 +133,7 @@ func (d *Dialer) Dial(ctx context.Context, key client.ObjectKey) (*Cluster, erro
 		return nil, fmt.Errorf("kube: REST mapper for cluster %s: %w", key, err)
 	}
 	copts := d.opts.Cache
-	copts.HTTPClient, copts.Scheme, copts.Mapper = hc, d.opts.Scheme, mapper
+	copts.HTTPClient, copts.Scheme, copts.Mapper = informerClient(hc), d.opts.Scheme, mapper
 	ca, err := cache.New(cfg, copts)
 	if err != nil {
 		closeIdle(hc)
@@ -124,9 +150,13 @@ func (d *Dialer) Dial(ctx context.Context, key client.ObjectKey) (*Cluster, erro
 		closeIdle(hc)
 		return nil, fmt.Errorf("kube: client for cluster %s: %w", key, err)
 	}
-	cctx, stop := context.WithCancel(context.Background())
+	cctx, stopCache := context.WithCancel(context.Background())
+	stop := stopCache
+	if g != nil { // requests in flight end before the informers
+		stop = func() { g.Stop(); stopCache() }
+	}
 	c := &Cluster{Key: key, Revision: rev, Client: cached, Uncached: uncached, Cache: ca,
-		config: cfg, httpClient: hc, cancel: stop, done: make(chan struct{})}
+		config: cfg, httpClient: hc, guard: g, cancel: stop, done: make(chan struct{})}
 	go func() {
 		defer close(c.done)
 		if err := ca.Start(cctx); err != nil {
@@ -136,6 +166,9 @@ func (d *Dialer) Dial(ctx context.Context, key client.ObjectKey) (*Cluster, erro
 	if err := d.warm(ctx, c); err != nil {
 		c.Stop()
 		return nil, err
+	}
+	if g != nil {
+		g.Live() // from now on outcomes feed the breaker; the dial's own did
 	}
 	log.V(1).Info("connected", "revision", rev)
 	return c, nil
@@ -161,8 +194,13 @@ func (d *Dialer) warm(ctx context.Context, c *Cluster) error {
 }
 
 // NewPool returns a pool that dials with d and stops each Cluster when it
-// leaves the pool (before calling opts.OnClose, if set).
+// leaves the pool (before calling opts.OnClose, if set). A nil d or invalid
+// opts give an error matching ErrInvalidOptions (and, for opts,
+// pool.ErrInvalidOptions) that names the field.
 func NewPool(d *Dialer, opts pool.Options[client.ObjectKey, *Cluster]) (*pool.Pool[client.ObjectKey, *Cluster], error) {
+	if d == nil {
+		return nil, invalidOptions(errors.New("NewPool: Dialer must not be nil"))
+	}
 	user := opts.OnClose
 	opts.OnClose = func(k client.ObjectKey, c *Cluster) {
 		c.Stop()
@@ -173,5 +211,12 @@ func NewPool(d *Dialer, opts pool.Options[client.ObjectKey, *Cluster]) (*pool.Po
 	if opts.FormatKey == nil {
 		opts.FormatKey = client.ObjectKey.String
 	}
-	return pool.New(d.Dial, opts)
+	p, err := pool.New(d.Dial, opts)
+	if errors.Is(err, pool.ErrInvalidOptions) {
+		return nil, invalidOptions(err)
+	}
+	if err == nil {
+		d.pool.set(p) // before any dial: pool.New dials nothing
+	}
+	return p, err
 }

@@ -1,13 +1,14 @@
 package kube
 
 import (
-	"container/heap"
 	"context"
+	"errors"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/clusterpool/clusterpool/internal/opt"
@@ -37,21 +38,26 @@ type ProberOptions struct {
 // Prober probes the pool's connected clusters with GET /readyz and feeds the
 // results into their breakers (pool.Report): the breaker's
 // ConsecutiveFailures (default 3) failed probes evict the client. An
-// Unauthorized answer removes the cluster at once and starts a new dial,
-// which reads the credentials afresh. One scheduler goroutine and at most
-// Concurrency probe goroutines serve every cluster.
+// Unauthorized answer removes the cluster at once and asks the pool for a
+// new dial (Probe), which reads the credentials afresh. A client-go delaying
+// workqueue schedules the probes (each connected cluster once per Interval;
+// a cluster is in it at most once) and Concurrency workers send them.
 //
 // Prober is a manager.Runnable: add it to a manager, or call Start.
 type Prober struct {
-	pool *pool.Pool[client.ObjectKey, *Cluster]
+	pool ClusterPool
 	opts ProberOptions
 }
 
-// NewProber returns a Prober of p.
-func NewProber(p *pool.Pool[client.ObjectKey, *Cluster], opts ProberOptions) (*Prober, error) {
-	if err := opt.FirstNegative("kube: ProberOptions.", opt.F("Interval", opts.Interval),
+// NewProber returns a Prober of p, or an error matching ErrInvalidOptions,
+// naming the field, when p is nil or a field of opts is negative.
+func NewProber(p ClusterPool, opts ProberOptions) (*Prober, error) {
+	if isNilPool(p) {
+		return nil, invalidOptions(errors.New("NewProber: pool must not be nil"))
+	}
+	if err := opt.FirstNegative("ProberOptions.", opt.F("Interval", opts.Interval),
 		opt.F("Timeout", opts.Timeout), opt.F("Concurrency", opts.Concurrency)); err != nil {
-		return nil, err
+		return nil, invalidOptions(err)
 	}
 	opt.Default(&opts.Interval, DefaultProbeInterval)
 	opt.Default(&opts.Timeout, DefaultProbeTimeout)
@@ -61,27 +67,31 @@ func NewProber(p *pool.Pool[client.ObjectKey, *Cluster], opts ProberOptions) (*P
 
 // Start probes until ctx is done, then waits for probes in flight.
 func (pr *Prober) Start(ctx context.Context) error {
+	q := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[client.ObjectKey]{})
 	events := pr.pool.Subscribe(ctx)
-	var due dueHeap
-	scheduled := map[client.ObjectKey]bool{}
-	slots := make(chan struct{}, pr.opts.Concurrency)
-	results := make(chan client.ObjectKey, pr.opts.Concurrency)
-	var probes sync.WaitGroup
-	defer probes.Wait()
 	// Clusters connected before the subscription: their Connected events
 	// are gone.
 	for _, key := range pr.pool.Keys() {
-		if _, ok := pr.pool.Peek(key); ok && !scheduled[key] {
-			scheduled[key] = true
-			heap.Push(&due, dueProbe{key: key, at: time.Now().Add(pr.opts.Interval)})
+		if _, ok := pr.pool.Peek(key); ok {
+			q.AddAfter(key, pr.opts.Interval)
 		}
 	}
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
+	var workers sync.WaitGroup
+	for range pr.opts.Concurrency {
+		workers.Go(func() {
+			for {
+				key, shutdown := q.Get()
+				if shutdown {
+					return
+				}
+				pr.probe(ctx, key, q)
+				q.Done(key)
+			}
+		})
+	}
+	defer workers.Wait()
+	defer q.ShutDown()
 	for {
-		if len(due) > 0 {
-			timer.Reset(time.Until(due[0].at))
-		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -89,54 +99,20 @@ func (pr *Prober) Start(ctx context.Context) error {
 			if !ok {
 				return nil
 			}
-			if ev.Type == pool.Connected && !scheduled[ev.Key] {
-				scheduled[ev.Key] = true
-				heap.Push(&due, dueProbe{key: ev.Key, at: time.Now().Add(pr.opts.Interval)})
-			}
-		case key := <-results:
-			pr.ended(key, &due, scheduled)
-		case <-timer.C:
-			for len(due) > 0 && !due[0].at.After(time.Now()) {
-				c, ok := pr.pool.Peek(due[0].key)
-				if !ok {
-					delete(scheduled, heap.Pop(&due).(dueProbe).key)
-					continue
-				}
-				// Wait for a slot; meanwhile take in ended probes, which
-				// only push future times.
-				select {
-				case slots <- struct{}{}:
-				case key := <-results:
-					pr.ended(key, &due, scheduled)
-					continue
-				case <-ctx.Done():
-					return nil
-				}
-				key := heap.Pop(&due).(dueProbe).key
-				probes.Go(func() {
-					pr.probe(ctx, c)
-					<-slots
-					select {
-					case results <- key:
-					case <-ctx.Done():
-					}
-				})
+			if ev.Type == pool.Connected {
+				q.AddAfter(ev.Key, pr.opts.Interval) // an earlier schedule wins
 			}
 		}
 	}
 }
 
-// ended schedules the next probe of key if it is still connected.
-func (pr *Prober) ended(key client.ObjectKey, due *dueHeap, scheduled map[client.ObjectKey]bool) {
-	if _, ok := pr.pool.Peek(key); ok {
-		heap.Push(due, dueProbe{key: key, at: time.Now().Add(pr.opts.Interval)})
-		return
+// probe checks key's current client, reports the outcome to the pool, and
+// schedules the next probe while the cluster stays connected.
+func (pr *Prober) probe(ctx context.Context, key client.ObjectKey, q workqueue.TypedDelayingInterface[client.ObjectKey]) {
+	c, ok := pr.pool.Peek(key)
+	if !ok || ctx.Err() != nil {
+		return // disconnected: its next Connected event schedules it again
 	}
-	delete(scheduled, key)
-}
-
-// probe checks one cluster and reports the outcome to the pool.
-func (pr *Prober) probe(ctx context.Context, c *Cluster) {
 	pctx, cancel := context.WithTimeout(ctx, pr.opts.Timeout)
 	err := c.Readyz(pctx)
 	cancel()
@@ -144,40 +120,21 @@ func (pr *Prober) probe(ctx context.Context, c *Cluster) {
 		return // shutting down: not the cluster's fault
 	}
 	if err != nil {
-		pr.opts.Logger.V(1).Info("probe failed", "cluster", c.Key.String(), "error", err.Error())
+		pr.opts.Logger.V(1).Info("probe failed", "cluster", key.String(), "error", err.Error())
 	}
 	if apierrors.IsUnauthorized(err) {
-		pr.pool.Remove(c.Key)
-		redial(ctx, pr.pool, c.Key)
+		pr.pool.Remove(key)
+		pr.pool.Probe(key) // a new dial reads the credentials afresh
 		return
 	}
-	pr.pool.Report(c.Key, err)
+	pr.pool.Report(key, err)
+	if _, ok := pr.pool.Peek(key); ok {
+		q.AddAfter(key, pr.opts.Interval)
+	}
 }
 
-// redial starts a dial of key without waiting for it: the pool's dial goes on
-// after the Get returns, and its Connected event triggers reconciles.
-func redial(ctx context.Context, p *pool.Pool[client.ObjectKey, *Cluster], key client.ObjectKey) {
-	gctx, cancel := context.WithTimeout(ctx, time.Millisecond)
-	defer cancel()
-	p.Get(gctx, key) //nolint:errcheck // only starts the dial
-}
-
-type dueProbe struct {
-	key client.ObjectKey
-	at  time.Time
-}
-
-// dueHeap orders probes by time.
-type dueHeap []dueProbe
-
-// Len, Less, Swap, Push and Pop implement heap.Interface.
-func (h dueHeap) Len() int           { return len(h) }
-func (h dueHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
-func (h dueHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *dueHeap) Push(x any)        { *h = append(*h, x.(dueProbe)) }
-func (h *dueHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+// isNilPool reports whether p is nil, or a nil *pool.Pool in an interface.
+func isNilPool(p ClusterPool) bool {
+	pp, ok := p.(*pool.Pool[client.ObjectKey, *Cluster])
+	return p == nil || (ok && pp == nil)
 }

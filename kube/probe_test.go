@@ -55,3 +55,55 @@ func TestProbeUnauthorizedRedials(t *testing.T) {
 		t.Fatalf("dials=%d, want a re-dial after Unauthorized", d)
 	}
 }
+
+// fakeCluster is a Cluster whose probes go to srv.
+func fakeCluster(key client.ObjectKey, srv *httptest.Server, rev string) *Cluster {
+	done := make(chan struct{})
+	close(done)
+	return &Cluster{Key: key, Revision: rev, config: &rest.Config{Host: srv.URL}, httpClient: srv.Client(),
+		cancel: func() {}, done: done}
+}
+
+// The prober's workqueue probes every connected cluster again and again,
+// reports each outcome, and forgets a cluster that left the pool.
+func TestProberReportsEachConnectedCluster(t *testing.T) {
+	srv := statusServer(t)
+	fp := newFakePool()
+	up, down := client.ObjectKey{Namespace: "f", Name: "up"}, client.ObjectKey{Namespace: "f", Name: "down"}
+	fp.connect(fakeCluster(up, srv, ""))
+	downSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer downSrv.Close()
+	fp.connect(fakeCluster(down, downSrv, ""))
+	pr, err := NewProber(fp, ProberOptions{Interval: 10 * time.Millisecond, Timeout: time.Second, Concurrency: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error)
+	go func() { stopped <- pr.Start(ctx) }()
+	waitUntil(t, 10*time.Second, "3 probes of each cluster", func() bool {
+		return len(fp.reportsOf(up)) >= 3 && len(fp.reportsOf(down)) >= 3
+	})
+	for _, err := range fp.reportsOf(up) {
+		if err != nil {
+			t.Fatalf("healthy cluster reported %v", err)
+		}
+	}
+	for _, err := range fp.reportsOf(down) {
+		if err == nil {
+			t.Fatal("503 reported as a success")
+		}
+	}
+	fp.Remove(down)
+	n := len(fp.reportsOf(down))
+	waitUntil(t, 10*time.Second, "3 more probes of the connected one", func() bool { return len(fp.reportsOf(up)) >= n+3 })
+	if got := len(fp.reportsOf(down)); got > n+1 { // one may have been in flight
+		t.Errorf("removed cluster probed %d more times", got-n)
+	}
+	cancel()
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+}

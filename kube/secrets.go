@@ -10,17 +10,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/clusterpool/clusterpool/pool"
+	"github.com/clusterpool/clusterpool/breaker"
 )
 
-// SecretWatcher re-dials a connected cluster as soon as its kubeconfig
-// Secret holds other credentials than the client was built from, instead of
-// waiting for a probe to fail. It watches Secrets through a
-// management-cluster informer cache (the manager's, usually). It is a
-// manager.Runnable.
+// SecretWatcher acts as soon as a cluster's kubeconfig Secret changes,
+// instead of waiting for a probe to fail: a connected cluster whose Secret
+// holds other credentials than its client was built from is removed and
+// dialed again (pool.Probe); a cluster whose breaker is open is probed at
+// once, since the new credentials may be what it lacked. It watches Secrets
+// through a management-cluster informer cache (the manager's, usually). It
+// is a manager.Runnable.
 type SecretWatcher struct {
 	Informers cache.Informers
-	Pool      *pool.Pool[client.ObjectKey, *Cluster]
+	Pool      ClusterPool
 }
 
 // Start registers the handler and returns once ctx is done.
@@ -30,8 +32,12 @@ func (w *SecretWatcher) Start(ctx context.Context) error {
 		return fmt.Errorf("kube: Secret informer: %w", err)
 	}
 	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { w.changed(ctx, obj) },
-		UpdateFunc: func(_, obj any) { w.changed(ctx, obj) },
+		AddFunc: func(obj any) { w.changed(obj) },
+		UpdateFunc: func(old, obj any) {
+			if o, ok := old.(*corev1.Secret); ok && !sameKubeconfig(o, obj) {
+				w.changed(obj)
+			}
+		},
 	})
 	if err != nil {
 		return fmt.Errorf("kube: Secret handler: %w", err)
@@ -40,16 +46,31 @@ func (w *SecretWatcher) Start(ctx context.Context) error {
 	return inf.RemoveEventHandler(reg)
 }
 
-func (w *SecretWatcher) changed(ctx context.Context, obj any) {
+// changed handles a kubeconfig Secret that was added, or whose kubeconfig
+// changed.
+func (w *SecretWatcher) changed(obj any) {
 	s, ok := obj.(*corev1.Secret)
 	if !ok || !strings.HasSuffix(s.Name, "-kubeconfig") {
 		return
 	}
 	key := client.ObjectKey{Namespace: s.Namespace, Name: strings.TrimSuffix(s.Name, "-kubeconfig")}
 	c, ok := w.Pool.Peek(key)
-	if !ok || c.Revision == "" || c.Revision == KubeconfigRevision(s.Data[KubeconfigSecretKey]) {
+	if !ok {
+		if st := w.Pool.State(key); st.Known && st.Breaker != breaker.StateClosed {
+			w.Pool.Probe(key)
+		}
+		return
+	}
+	if c.Revision == "" || c.Revision == KubeconfigRevision(s.Data[KubeconfigSecretKey]) {
 		return
 	}
 	w.Pool.Remove(key)
-	redial(ctx, w.Pool, key)
+	w.Pool.Probe(key)
+}
+
+// sameKubeconfig reports whether obj is a Secret holding old's kubeconfig
+// (an informer's resync, or a change of other fields).
+func sameKubeconfig(old *corev1.Secret, obj any) bool {
+	s, ok := obj.(*corev1.Secret)
+	return ok && string(s.Data[KubeconfigSecretKey]) == string(old.Data[KubeconfigSecretKey])
 }

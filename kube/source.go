@@ -26,7 +26,7 @@ func ClusterRequest(_ context.Context, ev pool.Event[client.ObjectKey]) []reconc
 // GetClusterSource, so that controllers do not poll. Events of one cluster
 // are coalesced while the source is busy (see pool.Pool.Subscribe); the
 // latest one is never lost.
-func Source(p *pool.Pool[client.ObjectKey, *Cluster], mapFn MapFunc) source.Source {
+func Source(p ClusterPool, mapFn MapFunc) source.Source {
 	return source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 		events := p.Subscribe(ctx)
 		go func() {

@@ -36,7 +36,9 @@ var (
 // context.Canceled. It matches its Kind with errors.Is and unwraps to its
 // cause.
 type Error struct {
-	// Kind is one of the sentinel errors of this package.
+	// Kind is the sentinel the error matches: one of this package's, or
+	// one of a package built on it that wants RetryAfter to work on its
+	// errors (kube's ErrBulkheadFull, say).
 	Kind error
 	// Cluster is the formatted key (Options.FormatKey).
 	Cluster string

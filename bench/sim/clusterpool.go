@@ -2,10 +2,12 @@ package sim
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/clusterpool/clusterpool/breaker"
 	"github.com/clusterpool/clusterpool/internal/opt"
+	"github.com/clusterpool/clusterpool/internal/reqguard"
 	"github.com/clusterpool/clusterpool/kube"
 	"github.com/clusterpool/clusterpool/pool"
 )
@@ -20,10 +22,14 @@ func init() {
 }
 
 // clusterPool is this library as a reconciler uses it: pool.Get, errors
-// mapped by kube.Requeue, outcomes fed back with Report, and the pool's events
-// enqueueing the cluster's objects as kube.Source does.
+// mapped by kube.Requeue, the pool's events enqueueing the cluster's objects
+// as kube.Source does, and every request on an established client passing
+// the client's request guard as kube's transport does (kube.RequestOptions
+// defaults: bulkhead, first-byte deadline, cancellation when the breaker
+// opens, passive health).
 type clusterPool struct {
 	p      *pool.Pool[int, *Client]
+	w      *World
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -40,12 +46,17 @@ func newClusterPool(env Env, opts pool.Options[int, *Client]) (Strategy, error) 
 	scale(&opts.DialTimeout, pool.DefaultDialTimeout)
 	scale(&opts.Breaker.OpenTimeout, breaker.DefaultOpenTimeout)
 	scale(&opts.Breaker.MaxOpenTimeout, breaker.DefaultMaxOpenTimeout)
-	p, err := pool.New(w.Dial, opts)
+	s := &clusterPool{w: w, done: make(chan struct{})}
+	// The pool's OnClose stops the client's guard, as kube's does through
+	// Cluster.Stop: its requests in flight are canceled.
+	opts.OnClose = func(_ int, cl *Client) { cl.guard.Stop() }
+	p, err := pool.New(s.dial, opts)
 	if err != nil {
 		return nil, err
 	}
+	s.p = p
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &clusterPool{p: p, cancel: cancel, done: make(chan struct{})}
+	s.cancel = cancel
 	events := p.Subscribe(ctx)
 	go func() {
 		defer close(s.done)
@@ -58,6 +69,43 @@ func newClusterPool(env Env, opts pool.Options[int, *Client]) (Strategy, error) 
 
 func (s *clusterPool) Get(ctx context.Context, c int) (*Client, error) { return s.p.Get(ctx, c) }
 
+// dial is the world's dial plus the client's guard, with kube's default
+// RequestOptions scaled to the world's time; it goes live (reports) once
+// the dial succeeded, as kube's Dialer does.
+func (s *clusterPool) dial(ctx context.Context, c int) (*Client, error) {
+	cl, err := s.w.Dial(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	name := fmt.Sprint(c)
+	cl.guard = reqguard.New(reqguard.Settings{Cluster: name, MaxInFlight: kube.DefaultMaxInFlight,
+		MinFirstByte: s.w.Scaled(kube.DefaultMinFirstByte), MaxFirstByte: s.w.Scaled(RESTTimeout),
+		Report: func(err error) { s.p.Report(c, err) },
+		Stopped: func() error {
+			return reqguard.StoppedError(name, s.p.State(c), s.w.Scaled(kube.DefaultReadyzTimeout))
+		}})
+	cl.guard.Live()
+	return cl, nil
+}
+
+// Do is a request on an established client through its guard: rejected at
+// once when the client was evicted or the bulkhead is full, canceled when
+// the breaker opens or at the first-byte deadline, its outcome reported.
+// The model's answer arrives whole, so its first byte is its end.
+func (s *clusterPool) Do(ctx context.Context, _ int, cl *Client) error {
+	fctx, f, err := cl.guard.Begin(ctx, reqguard.Counted)
+	if err != nil {
+		return err
+	}
+	err = cl.Do(fctx)
+	if err == nil {
+		f.FirstByte()
+	}
+	err = f.Err(err)
+	f.End(err)
+	return err
+}
+
 // Result is kube.Requeue: not-ready-yet errors requeue after pool.RetryAfter,
 // the rest go to the rate limiter.
 func (s *clusterPool) Result(err error) (time.Duration, error) {
@@ -65,7 +113,9 @@ func (s *clusterPool) Result(err error) (time.Duration, error) {
 	return res.RequeueAfter, err
 }
 
-func (s *clusterPool) Report(c int, err error) { s.p.Report(c, err) }
+// Report does nothing: the guard reports every request's outcome (passive
+// health), as kube's transport does.
+func (s *clusterPool) Report(int, error) {}
 
 func (s *clusterPool) Clients() int {
 	n := 0

@@ -35,11 +35,15 @@ type Result struct {
 	// BlockedWorkerSeconds: worker time spent in Get, or hung in calls to an
 	// unreachable cluster.
 	BlockedWorkerSeconds float64 `json:"blocked_worker_s"`
-	Requeues             int     `json:"requeues"`
-	Errors               int     `json:"errors"`
-	Dials                int64   `json:"dials"`
-	Probes               int64   `json:"probes"`
-	Clients              int     `json:"clients_at_end"`
+	// HungWorkerSeconds: the part of BlockedWorkerSeconds spent in requests
+	// on an established client that failed or were rejected (hung until a
+	// timeout, or canceled when the breaker opened).
+	HungWorkerSeconds float64 `json:"hung_worker_s"`
+	Requeues          int     `json:"requeues"`
+	Errors            int     `json:"errors"`
+	Dials             int64   `json:"dials"`
+	Probes            int64   `json:"probes"`
+	Clients           int     `json:"clients_at_end"`
 	// RecoveryMean / RecoveryMax: from a dead cluster's recovery until all
 	// its objects reconciled successfully again, mean and max over the
 	// recovering clusters.
@@ -63,6 +67,7 @@ func (r *run) result(strategy string, elapsed time.Duration, clients int, mem me
 		healthy += st.healthyOK
 		steady += st.steadyOK
 		res.BlockedWorkerSeconds += st.blocked.Seconds()
+		res.HungWorkerSeconds += st.hung.Seconds()
 		res.Requeues += st.requeues
 		res.Errors += st.errors
 	}
@@ -132,7 +137,7 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // WriteTable prints results as one markdown table.
 func WriteTable(w io.Writer, results []Result) error {
 	cols := []string{"scenario", "strategy", "clusters", "dead", "all reconciled", "healthy/s",
-		"steady/s", "mean ms", "p50 ms", "p99 ms", "blocked worker-s", "requeues", "errors",
+		"steady/s", "mean ms", "p50 ms", "p99 ms", "blocked worker-s", "hung worker-s", "requeues", "errors",
 		"dials", "recovery mean/max s", "bytes/cluster", "goroutines"}
 	var b strings.Builder
 	b.WriteString("| " + strings.Join(cols, " | ") + " |\n|")
@@ -144,7 +149,7 @@ func WriteTable(w io.Writer, results []Result) error {
 		row := []string{r.Scenario, r.Strategy, fmt.Sprint(r.Clusters), pct(r.Dead + r.Flap),
 			secs(r.AllReconciled, r.Seconds), fmt.Sprintf("%.1f", r.HealthyPerSec), optional(r.SteadyPerSec, "%.1f"),
 			fmt.Sprintf("%.0f", r.MeanMs), fmt.Sprintf("%.0f", r.P50Ms), fmt.Sprintf("%.0f", r.P99Ms),
-			fmt.Sprintf("%.0f", r.BlockedWorkerSeconds), fmt.Sprint(r.Requeues), fmt.Sprint(r.Errors),
+			fmt.Sprintf("%.0f", r.BlockedWorkerSeconds), fmt.Sprintf("%.0f", r.HungWorkerSeconds), fmt.Sprint(r.Requeues), fmt.Sprint(r.Errors),
 			fmt.Sprint(r.Dials), recov(r), optional(r.BytesPerCluster, "%.0f"), optInt(r.Goroutines, r.BytesPerCluster != 0)}
 		b.WriteString("| " + strings.Join(row, " | ") + " |\n")
 	}

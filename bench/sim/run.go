@@ -60,6 +60,7 @@ type run struct {
 type workerStats struct {
 	durations []time.Duration // every reconcile, unscaled
 	blocked   time.Duration   // in Get, and in failed calls to the cluster
+	hung      time.Duration   // in failed calls to the cluster only
 	healthyOK int
 	steadyOK  int // healthyOK in the second half of a saturated run
 	requeues  int // RequeueAfter without error
@@ -167,8 +168,15 @@ func (r *run) process(o int, st *workerStats) {
 	if err != nil {
 		requeue, err = r.s.Result(err)
 	} else {
-		err = cl.Do(r.ctx)
+		if rq, ok := r.s.(Requester); ok {
+			err = rq.Do(r.ctx, c, cl)
+		} else {
+			err = cl.Do(r.ctx)
+		}
 		r.s.Report(c, err)
+		if err != nil { // a rejected request requeues like a rejected Get
+			requeue, err = r.s.Result(err)
+		}
 	}
 	end := time.Now()
 	if r.ended.Load() || r.ctx.Err() != nil {
@@ -176,11 +184,12 @@ func (r *run) process(o int, st *workerStats) {
 	}
 	st.durations = append(st.durations, r.unscale(end.Sub(start)))
 	st.blocked += r.unscale(getDone.Sub(start))
+	if cl != nil && (err != nil || requeue > 0) {
+		st.blocked += r.unscale(end.Sub(getDone))
+		st.hung += r.unscale(end.Sub(getDone))
+	}
 	switch {
 	case err != nil:
-		if cl != nil {
-			st.blocked += r.unscale(end.Sub(getDone))
-		}
 		st.errors++
 		r.q.AddRateLimited(o)
 	case requeue > 0:

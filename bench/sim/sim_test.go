@@ -116,3 +116,22 @@ func TestTableAndHeadlines(t *testing.T) {
 		}
 	}
 }
+
+// On flapping clusters, requests on an established client hang until the
+// 10s REST timeout for ClusterCache; clusterpool's request guard ends them
+// at the first-byte deadline (2s, halved per timeout in a row) or when the
+// breaker opens, and rejects the rest at once.
+func TestFlappingRequestsAreBounded(t *testing.T) {
+	sc := Scenario{Name: "flapping", Clusters: 10, Objects: 10, Flap: 0.3, FlapPeriod: 30 * time.Second,
+		Duration: 3 * time.Minute, Saturate: true}
+	cc, cp := run1(t, sc, "clustercache"), run1(t, sc, "clusterpool")
+	if cc.P99Ms < 9000 {
+		t.Errorf("clustercache p99 %.0f ms; a request to a flapping cluster that went down hangs 10s", cc.P99Ms)
+	}
+	if cp.P99Ms > 5000 {
+		t.Errorf("clusterpool p99 %.0f ms; its requests end within the 2s first-byte deadline", cp.P99Ms)
+	}
+	if cp.HungWorkerSeconds >= cc.HungWorkerSeconds/2 {
+		t.Errorf("clusterpool lost %.0f worker-s to failed requests, clustercache %.0f", cp.HungWorkerSeconds, cc.HungWorkerSeconds)
+	}
+}

@@ -25,6 +25,13 @@ type Strategy interface {
 	Close()
 }
 
+// Requester is a strategy that sends a reconcile's request on an
+// established client itself (clusterpool: through the client's guard);
+// for the others the request is Client.Do.
+type Requester interface {
+	Do(ctx context.Context, c int, cl *Client) error
+}
+
 // Env is what a strategy is built with: the world, and a way to enqueue
 // every object of a cluster (the cluster source of the controller).
 type Env struct {

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
+
+	"github.com/clusterpool/clusterpool/internal/reqguard"
 )
 
 // Timing of the simulated fleet, unscaled. Every strategy sees the same
@@ -158,6 +160,7 @@ func (w *World) Probe(ctx context.Context, c int, timeout time.Duration) error {
 type Client struct {
 	w       *World
 	cluster int
+	guard   *reqguard.Guard // clusterpool's request guard; nil for the others
 }
 
 // Do is a reconcile's work with the client: Work if the cluster is

@@ -1,0 +1,239 @@
+// Package reqguard guards the requests sent on one cluster's established
+// client: it rejects them at once after the client was stopped (the
+// cluster's breaker opened, or the cluster was removed), cancels the ones in
+// flight when that happens, caps the cluster's counted requests in flight
+// (a bulkhead), ends a counted request that has not received its response
+// headers within a deadline learned from the cluster's observed latency,
+// and reports every outcome to the cluster's breaker (passive health).
+//
+// It knows nothing of HTTP: kube's RoundTripper and bench/sim's model of a
+// request both drive a Guard, so the simulation measures this code.
+package reqguard
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/clusterpool/clusterpool/breaker"
+	"github.com/clusterpool/clusterpool/pool"
+)
+
+// Sentinel errors, matched with errors.Is; kube re-exports them.
+var (
+	// ErrBulkheadFull: the cluster already has its cap of counted requests
+	// in flight; the request was not sent. The error is a *pool.Error, so
+	// pool.RetryAfter gives when a slot is expected to be free.
+	ErrBulkheadFull = errors.New("kube: request bulkhead full")
+	// ErrFirstByteTimeout: the cluster sent no response headers within the
+	// request's first-byte deadline; the request was canceled and counts as
+	// a failure of the cluster.
+	ErrFirstByteTimeout = errors.New("kube: no response within the first-byte deadline")
+)
+
+// Class says which rules a request is subject to.
+type Class uint8
+
+const (
+	// Counted requests (what a reconciler sends through its clients) hold a
+	// bulkhead slot and have a first-byte deadline.
+	Counted Class = iota
+	// Exempt requests (watches, logs, exec, attach, port-forward, and the
+	// informers' lists) hold no slot and have no first-byte deadline.
+	Exempt
+	// Unreported requests are exempt and their outcome is not reported:
+	// health probes, whose owner reports the outcome itself.
+	Unreported
+)
+
+// Settings configures a Guard. Zero values disable a rule.
+type Settings struct {
+	// Cluster names the cluster in errors; never credentials.
+	Cluster string
+	// MaxInFlight caps the Counted requests in flight; 0 means no cap.
+	MaxInFlight int
+	// MinFirstByte and MaxFirstByte clamp the learned first-byte deadline
+	// of Counted requests; MinFirstByte 0 means no deadline. MaxFirstByte
+	// is also the slot-free estimate of a request with no deadline.
+	MinFirstByte, MaxFirstByte time.Duration
+	// Report receives every outcome once Live was called (nil for a
+	// success); nil disables passive health.
+	Report func(error)
+	// Stopped returns the error of requests rejected or canceled after
+	// Stop, e.g. a *pool.Error of kind pool.ErrCircuitOpen with the next
+	// probe as RetryAt (see StoppedError). It is called without the Guard's
+	// lock held. nil means ErrClusterStopped.
+	Stopped func() error
+	// Metrics counts rejections and cancellations; nil counts nothing.
+	Metrics *Metrics
+}
+
+// Guard guards one cluster's requests. Invariants: once stopped, it admits
+// nothing and every flight that was in it has been canceled; counted is
+// the number of Counted flights in flights; a flight leaves flights exactly
+// once (End), releasing its slot.
+type Guard struct {
+	s    Settings
+	live atomic.Bool
+
+	mu      sync.Mutex
+	stopped bool
+	flights map[*Flight]struct{}
+	counted int
+	est     estimator
+	// timeouts counts first-byte timeouts since the last answer (see
+	// firstbyte.go), as the pool halves a failing cluster's wait bound.
+	timeouts int
+}
+
+// New returns a Guard with settings s.
+func New(s Settings) *Guard {
+	if s.Stopped == nil {
+		s.Stopped = func() error { return StoppedError(s.Cluster, pool.ClusterState{}, 0) }
+	}
+	return &Guard{s: s, flights: map[*Flight]struct{}{}}
+}
+
+// Live turns passive health on: outcomes are reported from now on. A dialer
+// calls it once the client is handed to the pool, so that the requests of
+// the dial itself are not counted twice (the dial's own outcome is).
+func (g *Guard) Live() { g.live.Store(true) }
+
+// InFlight returns how many requests are in flight, and how many of them
+// are Counted.
+func (g *Guard) InFlight() (all, counted int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.flights), g.counted
+}
+
+// FirstByteDeadline returns the deadline a Counted request would get now;
+// 0 if the rule is off.
+func (g *Guard) FirstByteDeadline() time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.firstByteLocked()
+}
+
+func (g *Guard) firstByteLocked() time.Duration {
+	if g.s.MinFirstByte <= 0 {
+		return 0
+	}
+	d := g.est.deadline(g.s.MinFirstByte, g.s.MaxFirstByte)
+	return max(d>>min(g.timeouts, 3), min(g.est.rto(), d))
+}
+
+// Begin admits a request of class c sent under ctx. It returns the context
+// to send it with (canceled on Stop, and at the first-byte deadline) and
+// the flight, whose End must be called exactly once; or a rejection: the
+// Stopped error, or ErrBulkheadFull. A rejection is counted and added as an
+// event to ctx's span.
+func (g *Guard) Begin(ctx context.Context, c Class) (context.Context, *Flight, error) {
+	g.mu.Lock()
+	if g.stopped {
+		g.mu.Unlock()
+		err := g.s.Stopped()
+		g.s.Metrics.rejected(ctx, g.s.Cluster, err)
+		return nil, nil, err
+	}
+	now := time.Now()
+	if c == Counted && g.s.MaxInFlight > 0 && g.counted >= g.s.MaxInFlight {
+		at := g.slotFreeLocked(now)
+		g.mu.Unlock()
+		err := &pool.Error{Kind: ErrBulkheadFull, Cluster: g.s.Cluster, RetryAt: at}
+		g.s.Metrics.rejected(ctx, g.s.Cluster, err)
+		return nil, nil, err
+	}
+	fctx, cancel := context.WithCancelCause(ctx)
+	f := &Flight{g: g, class: c, parent: ctx, ctx: fctx, cancel: cancel, start: now}
+	g.flights[f] = struct{}{}
+	if c == Counted {
+		g.counted++
+		g.armLocked(f)
+	}
+	g.mu.Unlock()
+	return fctx, f, nil
+}
+
+// slotFreeLocked is when a Counted flight is expected to have ended: after
+// the cluster's retransmission timeout (its answers are that fast), and at
+// the latest at the earliest first-byte deadline (or MaxFirstByte) of those
+// in flight, when the rule ends it.
+func (g *Guard) slotFreeLocked(now time.Time) time.Time {
+	at := now.Add(max(g.s.MaxFirstByte, time.Millisecond))
+	if rto := g.est.rto(); rto > 0 {
+		at = now.Add(rto)
+	}
+	for f := range g.flights {
+		if f.class != Counted {
+			continue
+		}
+		d := f.deadline
+		if d == 0 {
+			d = g.s.MaxFirstByte
+		}
+		if end := f.start.Add(d); end.Before(at) {
+			at = end
+		}
+	}
+	return at
+}
+
+// Stop rejects every later request and cancels those in flight with the
+// Stopped error. It is idempotent.
+func (g *Guard) Stop() {
+	g.mu.Lock()
+	if g.stopped {
+		g.mu.Unlock()
+		return
+	}
+	g.stopped = true
+	flights := make([]*Flight, 0, len(g.flights))
+	for f := range g.flights {
+		flights = append(flights, f)
+	}
+	g.mu.Unlock()
+	if len(flights) == 0 {
+		return
+	}
+	cause := &tripped{err: g.s.Stopped()}
+	for _, f := range flights {
+		if f.ended.Load() {
+			continue
+		}
+		f.cancel(cause)
+		g.s.Metrics.canceled(f.parent, g.s.Cluster, cause.err)
+	}
+}
+
+// errFirstByte is the cancel cause of a flight whose deadline passed.
+var errFirstByte = errors.New("first-byte deadline")
+
+// tripped is the cancel cause of a flight canceled by Stop.
+type tripped struct{ err error }
+
+func (t *tripped) Error() string { return t.err.Error() }
+func (t *tripped) Unwrap() error { return t.err }
+
+// ErrClusterStopped: the client was stopped while its breaker is closed
+// (removed from the pool, replaced, the pool closed); kube re-exports it.
+var ErrClusterStopped = errors.New("kube: cluster client stopped")
+
+// StoppedError is the error of a request on a stopped client of cluster,
+// whose pool state is s: pool.ErrCircuitOpen with the next probe as RetryAt
+// while the breaker is not closed (probeBound from now if the probe is
+// already out), else ErrClusterStopped with RetryAt now, to be retried at
+// once with a new client.
+func StoppedError(cluster string, s pool.ClusterState, probeBound time.Duration) error {
+	now := time.Now()
+	if s.Known && s.Breaker != breaker.StateClosed {
+		at := s.NextProbe
+		if !at.After(now) {
+			at = now.Add(probeBound)
+		}
+		return &pool.Error{Kind: pool.ErrCircuitOpen, Cluster: cluster, RetryAt: at}
+	}
+	return &pool.Error{Kind: ErrClusterStopped, Cluster: cluster, RetryAt: now}
+}

@@ -1,0 +1,127 @@
+package kube
+
+import (
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/clusterpool/clusterpool/internal/opt"
+	"github.com/clusterpool/clusterpool/internal/reqguard"
+	"github.com/clusterpool/clusterpool/pool"
+)
+
+// Defaults of RequestOptions.
+const (
+	// DefaultMaxInFlight caps a cluster's counted requests in flight: with
+	// controller-runtime's usual 10 workers, one hanging cluster holds at
+	// most 3 of them, and only until the first-byte deadline or the breaker
+	// opens. It is the breaker's default ConsecutiveFailures: one wave of
+	// hung requests is enough to open the breaker, and no more is let in.
+	DefaultMaxInFlight = 3
+	// DefaultMinFirstByte is the floor of the learned first-byte deadline.
+	DefaultMinFirstByte = 2 * time.Second
+)
+
+// Errors of requests on an established client (see RequestOptions); each is
+// a *pool.Error, so pool.RetryAfter and Requeue work on them as on a Get's.
+var (
+	// ErrBulkheadFull: the cluster already has RequestOptions.MaxInFlight
+	// counted requests in flight; the request was not sent. RetryAfter is
+	// when a slot is expected to be free: after the cluster's usual latency,
+	// at the latest when the first-byte deadline ends a request in flight.
+	ErrBulkheadFull = reqguard.ErrBulkheadFull
+	// ErrFirstByteTimeout: the cluster sent no response headers within the
+	// request's first-byte deadline; the request was canceled and counted
+	// as a failure of the cluster.
+	ErrFirstByteTimeout = reqguard.ErrFirstByteTimeout
+	// ErrClusterStopped: the Cluster was stopped (removed from the pool,
+	// its credentials replaced, the pool closed) while its breaker is
+	// closed; get a new client from the pool. A Cluster stopped because its
+	// breaker opened answers pool.ErrCircuitOpen instead.
+	ErrClusterStopped = reqguard.ErrClusterStopped
+)
+
+// RequestOptions configures the protection of the requests sent on an
+// established Cluster's clients, by a RoundTripper the Dialer installs in
+// the cluster's REST config. It shares the cluster's breaker with the pool:
+// once the breaker opens, the pool stops the Cluster (NewPool's OnClose),
+// which cancels the requests in flight, and every later request fails at
+// once with pool.ErrCircuitOpen and a RetryAfter of the next probe. Zero
+// values are the defaults: every part on.
+//
+// Counted requests are those of Cluster.Client and Cluster.Uncached (and of
+// any client built on Cluster.HTTPClient or Cluster.RESTConfig), except
+// watches, logs, exec, attach, port-forward and proxy requests. The
+// informers of Cluster.Cache and the Prober's probes are never counted nor
+// given a first-byte deadline, so the bulkhead never starves the cache.
+type RequestOptions struct {
+	// Disable turns every part off: the transport is not installed.
+	Disable bool
+	// MaxInFlight caps the cluster's counted requests in flight; one more
+	// fails at once with ErrBulkheadFull. Zero means DefaultMaxInFlight (3).
+	MaxInFlight int
+	// DisableBulkhead removes the cap.
+	DisableBulkhead bool
+	// MinFirstByte is the floor of a counted request's first-byte deadline:
+	// four times the retransmission timeout of the cluster's observed
+	// time to first byte (RFC 6298: smoothed latency plus four times its
+	// deviation), at least MinFirstByte and at most
+	// DialerOptions.RequestTimeout. A request without response headers by
+	// then is canceled with ErrFirstByteTimeout. Zero means
+	// DefaultMinFirstByte (2s).
+	MinFirstByte time.Duration
+	// DisableFirstByte removes the first-byte deadline (requests then end
+	// at RequestTimeout, or when the breaker opens).
+	DisableFirstByte bool
+	// DisablePassiveHealth stops reporting outcomes to the breaker (only
+	// dials, the Prober and pool.Report then feed it). Otherwise transport
+	// errors, timeouts and 5xx and 429 answers are failures, other answers
+	// successes (a 404, 409 or 403 is the cluster working).
+	DisablePassiveHealth bool
+	// MeterProvider receives the request metrics; nil means the otel
+	// global.
+	MeterProvider metric.MeterProvider
+}
+
+func (o *RequestOptions) validate() error {
+	return opt.FirstNegative("DialerOptions.Requests.", opt.F("MaxInFlight", o.MaxInFlight),
+		opt.F("MinFirstByte", o.MinFirstByte))
+}
+
+func (o *RequestOptions) withDefaults() {
+	opt.Default(&o.MaxInFlight, DefaultMaxInFlight)
+	opt.Default(&o.MinFirstByte, DefaultMinFirstByte)
+}
+
+// guardSettings returns the reqguard settings of cluster key; report and
+// state reach the pool the Dialer serves (nil before NewPool attached it).
+func (o *RequestOptions) guardSettings(key client.ObjectKey, requestTimeout time.Duration, h *poolRef, m *reqguard.Metrics) reqguard.Settings {
+	s := reqguard.Settings{Cluster: key.String(), MaxFirstByte: requestTimeout, Metrics: m,
+		Stopped: func() error { return stoppedError(key, h.get()) }}
+	if !o.DisableBulkhead {
+		s.MaxInFlight = o.MaxInFlight
+	}
+	if !o.DisableFirstByte {
+		s.MinFirstByte = o.MinFirstByte
+	}
+	if !o.DisablePassiveHealth {
+		s.Report = func(err error) {
+			if p := h.get(); p != nil {
+				p.Report(key, err)
+			}
+		}
+	}
+	return s
+}
+
+// stoppedError is the error of a request on a stopped Cluster (see
+// reqguard.StoppedError): while a probe is out, it ends within the readyz
+// bound.
+func stoppedError(key client.ObjectKey, p ClusterPool) error {
+	var s pool.ClusterState
+	if p != nil {
+		s = p.State(key)
+	}
+	return reqguard.StoppedError(key.String(), s, DefaultReadyzTimeout)
+}

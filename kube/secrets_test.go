@@ -1,0 +1,47 @@
+package kube
+
+import (
+	"net/http/httptest"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/clusterpool/clusterpool/breaker"
+	"github.com/clusterpool/clusterpool/pool"
+)
+
+func kubeconfigSecret(key client.ObjectKey, kc string) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: KubeconfigSecretName(key.Name)},
+		Data: map[string][]byte{KubeconfigSecretKey: []byte(kc)}}
+}
+
+// A changed kubeconfig re-dials a connected cluster built from other
+// credentials, and probes at once a cluster whose breaker is open; it
+// leaves alone a cluster built from the same credentials, and a removed one.
+func TestSecretWatcherReactions(t *testing.T) {
+	srv := httptest.NewServer(nil)
+	defer srv.Close()
+	fp := newFakePool()
+	w := &SecretWatcher{Pool: fp}
+	same, rotated := client.ObjectKey{Namespace: "f", Name: "same"}, client.ObjectKey{Namespace: "f", Name: "rotated"}
+	open, removed := client.ObjectKey{Namespace: "f", Name: "open"}, client.ObjectKey{Namespace: "f", Name: "removed"}
+	fp.connect(fakeCluster(same, srv, KubeconfigRevision([]byte("A"))))
+	fp.connect(fakeCluster(rotated, srv, KubeconfigRevision([]byte("A"))))
+	fp.states[open] = pool.ClusterState{Known: true, Breaker: breaker.StateOpen}
+	fp.states[removed] = pool.ClusterState{Known: true, Breaker: breaker.StateClosed}
+	for _, k := range []client.ObjectKey{same, open, removed} {
+		w.changed(kubeconfigSecret(k, "A"))
+	}
+	w.changed(kubeconfigSecret(rotated, "B"))
+	want := []string{"probe f/open", "remove f/rotated", "probe f/rotated"}
+	if got := fp.callLog(); !slices.Equal(got, want) {
+		t.Fatalf("calls %v, want %v", got, want)
+	}
+	if sameKubeconfig(kubeconfigSecret(same, "A"), kubeconfigSecret(same, "B")) ||
+		!sameKubeconfig(kubeconfigSecret(same, "A"), kubeconfigSecret(same, "A")) {
+		t.Error("sameKubeconfig compares the wrong thing")
+	}
+}

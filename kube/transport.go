@@ -1,0 +1,131 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/clusterpool/clusterpool/internal/reqguard"
+)
+
+// guardedTransport is a cluster's RoundTripper, installed with the REST
+// config's WrapTransport (client-go's TLS transport below it, its auth and
+// user-agent wrappers above): every request passes the cluster's guard,
+// which rejects, caps, times and reports it. A request's guard flight ends
+// when its response body is read to the end or closed, so a slot is held for
+// as long as the response is.
+type guardedTransport struct {
+	next http.RoundTripper
+	g    *reqguard.Guard
+}
+
+// RoundTrip sends req under the guard. A rejection is returned as it is
+// (http.Client wraps it in a *url.Error, which errors.Is and
+// pool.RetryAfter see through).
+func (t *guardedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx, f, err := t.g.Begin(req.Context(), classify(req))
+	if err != nil {
+		if req.Body != nil {
+			req.Body.Close() // RoundTrip must close the body, even on errors
+		}
+		return nil, err
+	}
+	resp, err := t.next.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		err = f.Err(err)
+		f.End(err)
+		return nil, err
+	}
+	f.FirstByte()
+	resp.Body = &guardedBody{ReadCloser: resp.Body, f: f, verdict: verdict(resp)}
+	return resp, nil
+}
+
+// WrappedRoundTripper lets client-go's CloseIdleConnectionsFor reach the
+// transport below.
+func (t *guardedTransport) WrappedRoundTripper() http.RoundTripper { return t.next }
+
+// verdict is an answer's outcome for the breaker: 5xx and 429 are failures
+// of the cluster; every other status, 4xx included, is the cluster working.
+func verdict(resp *http.Response) error {
+	if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
+		return fmt.Errorf("kube: cluster answered HTTP %d", resp.StatusCode)
+	}
+	return nil
+}
+
+// guardedBody ends the request's flight at EOF, at a read error or at
+// Close, whichever comes first; a read error caused by the guard is
+// translated (ErrCircuitOpen, ErrFirstByteTimeout).
+type guardedBody struct {
+	io.ReadCloser
+	f       *reqguard.Flight
+	verdict error
+}
+
+func (b *guardedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	switch {
+	case err == io.EOF:
+		b.f.End(b.verdict)
+	case err != nil:
+		err = b.f.Err(err)
+		b.f.End(err)
+	}
+	return n, err
+}
+
+func (b *guardedBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.f.End(b.verdict)
+	return err
+}
+
+// longRunning are the subresources whose answers stream for as long as the
+// caller wants: they hold no bulkhead slot and have no first-byte deadline.
+var longRunning = map[string]bool{"exec": true, "attach": true, "portforward": true, "log": true, "proxy": true}
+
+// classify returns the class a request was marked with (informers,
+// probes), Exempt for watches and streaming subresources, else Counted.
+func classify(req *http.Request) reqguard.Class {
+	if c, ok := req.Context().Value(classKey{}).(reqguard.Class); ok {
+		return c
+	}
+	if q := req.URL.Query(); q.Get("watch") == "true" || q.Get("watch") == "1" || q.Get("follow") == "true" {
+		return reqguard.Exempt
+	}
+	path := strings.TrimSuffix(req.URL.Path, "/")
+	if strings.Contains(path, "/watch/") || longRunning[path[strings.LastIndexByte(path, '/')+1:]] {
+		return reqguard.Exempt
+	}
+	return reqguard.Counted
+}
+
+type classKey struct{}
+
+// withClass marks the requests sent under ctx as of class c.
+func withClass(ctx context.Context, c reqguard.Class) context.Context {
+	return context.WithValue(ctx, classKey{}, c)
+}
+
+// classTransport marks every request it sends as of one class: the
+// informers' HTTP client is hc's transport under a classTransport.
+type classTransport struct {
+	next  http.RoundTripper
+	class reqguard.Class
+}
+
+func (t *classTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	return t.next.RoundTrip(req.WithContext(withClass(req.Context(), t.class)))
+}
+
+// WrappedRoundTripper lets CloseIdleConnectionsFor see through.
+func (t *classTransport) WrappedRoundTripper() http.RoundTripper { return t.next }
+
+// informerClient returns an HTTP client sharing hc's transport whose
+// requests are Exempt: the cache's lists and watches.
+func informerClient(hc *http.Client) *http.Client {
+	return &http.Client{Transport: &classTransport{next: hc.Transport, class: reqguard.Exempt}, Timeout: hc.Timeout}
+}
