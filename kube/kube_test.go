@@ -225,6 +225,10 @@ func TestRequeue(t *testing.T) {
 	if r, err := Requeue(open); err != nil || r.RequeueAfter <= 0 {
 		t.Errorf("open breaker due now: %v %v (RequeueAfter must stay positive)", r, err)
 	}
+	failed := &pool.Error{Kind: pool.ErrDialFailed, Cluster: "x", Cause: errors.New("refused"), RetryAt: time.Now().Add(time.Second)}
+	if r, err := Requeue(failed); err != nil || r.RequeueAfter <= 0 || r.RequeueAfter > time.Second {
+		t.Errorf("dial failed: %v %v, want a requeue after its RetryAfter", r, err)
+	}
 	other := errors.New("boom")
 	if _, err := Requeue(other); err != other {
 		t.Errorf("other errors pass through: %v", err)
