@@ -84,6 +84,16 @@ func Run(ctx context.Context, sc Scenario, strategy string, cfg Config) (Result,
 	defer cancel()
 	r.ctx = ctx
 
+	before := sample()
+	r.w.start = time.Now()
+	s, err := newStrategy(strategy, Env{World: r.w, Enqueue: r.enqueue})
+	if err != nil {
+		r.q.ShutDown()
+		return Result{}, err
+	}
+	// The strategy may enqueue at once (its event source): workers start
+	// only once r.s is set.
+	r.s = s
 	var wg sync.WaitGroup
 	for i := range cfg.Workers {
 		wg.Add(1)
@@ -92,15 +102,6 @@ func Run(ctx context.Context, sc Scenario, strategy string, cfg Config) (Result,
 			r.worker(&r.stats[i])
 		}()
 	}
-	before := sample()
-	r.w.start = time.Now()
-	s, err := newStrategy(strategy, Env{World: r.w, Enqueue: r.enqueue})
-	if err != nil {
-		r.q.ShutDown()
-		wg.Wait()
-		return Result{}, err
-	}
-	r.s = s
 	order := rand.New(rand.NewPCG(cfg.Seed, 2)).Perm(len(r.firstOK))
 	for _, o := range order {
 		r.q.Add(o)
