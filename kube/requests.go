@@ -59,7 +59,11 @@ type RequestOptions struct {
 	// Disable turns every part off: the transport is not installed.
 	Disable bool
 	// MaxInFlight caps the cluster's counted requests in flight; one more
-	// fails at once with ErrBulkheadFull. Zero means DefaultMaxInFlight (3).
+	// fails at once with ErrBulkheadFull — unless the cluster is answering
+	// as usual (a response within the last retransmission timeout, its
+	// smoothed latency plus four deviations, and fewer than the cap waiting
+	// longer than that), so that a busy healthy cluster is not throttled.
+	// Zero means DefaultMaxInFlight (3).
 	MaxInFlight int
 	// DisableBulkhead removes the cap.
 	DisableBulkhead bool

@@ -70,6 +70,7 @@ func (f *Flight) FirstByte() {
 	if f.class == Counted {
 		g.est.observe(time.Since(f.start))
 		g.timeouts = 0
+		g.answered = time.Now()
 	}
 }
 

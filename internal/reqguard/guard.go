@@ -52,7 +52,8 @@ const (
 type Settings struct {
 	// Cluster names the cluster in errors; never credentials.
 	Cluster string
-	// MaxInFlight caps the Counted requests in flight; 0 means no cap.
+	// MaxInFlight caps the Counted requests in flight while the cluster
+	// is not answering as usual (see responsiveLocked); 0 means no cap.
 	MaxInFlight int
 	// MinFirstByte and MaxFirstByte clamp the learned first-byte deadline
 	// of Counted requests; MinFirstByte 0 means no deadline. MaxFirstByte
@@ -86,6 +87,8 @@ type Guard struct {
 	// timeouts counts first-byte timeouts since the last answer (see
 	// firstbyte.go), as the pool halves a failing cluster's wait bound.
 	timeouts int
+	// answered is when a Counted request last got its response headers.
+	answered time.Time
 }
 
 // New returns a Guard with settings s.
@@ -139,7 +142,7 @@ func (g *Guard) Begin(ctx context.Context, c Class) (context.Context, *Flight, e
 		return nil, nil, err
 	}
 	now := time.Now()
-	if c == Counted && g.s.MaxInFlight > 0 && g.counted >= g.s.MaxInFlight {
+	if c == Counted && g.s.MaxInFlight > 0 && g.counted >= g.s.MaxInFlight && !g.responsiveLocked(now) {
 		at := g.slotFreeLocked(now)
 		g.mu.Unlock()
 		err := &pool.Error{Kind: ErrBulkheadFull, Cluster: g.s.Cluster, RetryAt: at}
@@ -155,6 +158,36 @@ func (g *Guard) Begin(ctx context.Context, c Class) (context.Context, *Flight, e
 	}
 	g.mu.Unlock()
 	return fctx, f, nil
+}
+
+// Responsive reports whether the cluster is answering as usual, in which
+// case the bulkhead lets counted requests past its cap (see
+// responsiveLocked).
+func (g *Guard) Responsive() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.responsiveLocked(time.Now())
+}
+
+// responsiveLocked reports whether the cluster is answering as it
+// usually does, so that the bulkhead lets counted requests past its cap: a
+// request got its answer within the last retransmission timeout (smoothed
+// latency plus four deviations) and fewer than the cap have waited longer
+// than that. A busy healthy cluster is not throttled; a cluster that stops
+// answering is held to the cap one timeout later at most; with no estimate
+// yet the cap holds.
+func (g *Guard) responsiveLocked(now time.Time) bool {
+	rto := g.est.rto()
+	if rto == 0 || now.Sub(g.answered) > rto {
+		return false
+	}
+	late := 0
+	for f := range g.flights {
+		if f.class == Counted && now.Sub(f.start) > rto {
+			late++
+		}
+	}
+	return late < g.s.MaxInFlight
 }
 
 // slotFreeLocked is when a Counted flight is expected to have ended: after

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"go.uber.org/goleak"
@@ -226,4 +227,37 @@ func TestFirstByteTimeoutEndsTheOthers(t *testing.T) {
 	if d := g.FirstByteDeadline(); d != 40*time.Millisecond {
 		t.Errorf("deadline after an answer = %v, want the floor again", d)
 	}
+}
+
+// The bulkhead does not throttle a cluster that answers as usual: it takes
+// any number of requests at once, and the cap holds once the cluster stops
+// answering for a retransmission timeout.
+func TestBulkheadCapsLateRequestsOnly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g, _ := newGuard(t, Settings{MaxInFlight: 2, MaxFirstByte: time.Minute})
+		for range 4 { // learn the cluster's latency: 10 ms answers
+			_, f, err := g.Begin(context.Background(), Counted)
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(10 * time.Millisecond)
+			f.FirstByte()
+			f.End(nil)
+		}
+		var flights []*Flight
+		for i := range 5 { // none late yet: all admitted
+			_, f, err := g.Begin(context.Background(), Counted)
+			if err != nil {
+				t.Fatalf("request %d of a healthy cluster: %v", i, err)
+			}
+			flights = append(flights, f)
+		}
+		time.Sleep(time.Second) // no answer since: every one of them is late
+		if _, _, err := g.Begin(context.Background(), Counted); !errors.Is(err, ErrBulkheadFull) {
+			t.Fatalf("with 5 late requests and no answer: %v, want ErrBulkheadFull", err)
+		}
+		for _, f := range flights {
+			f.End(nil)
+		}
+	})
 }
