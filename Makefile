@@ -17,7 +17,7 @@ JAEGER_VERSION := v1.76.0
 export JAEGER_BIN := $(BIN)/jaeger-$(JAEGER_VERSION)
 DEMO_FLAGS  ?= -duration 60s -flap 20s
 
-.PHONY: all test vet lint fmt bench bench-scenarios soak demo demo-herd tools clean envtest-assets crds jaeger jaeger-bin trace-picture
+.PHONY: all test vet lint fmt bench bench-scenarios bench-peers bench-peers-smoke soak demo demo-replicas demo-herd bench-shard tools clean envtest-assets crds jaeger jaeger-bin trace-picture
 
 all: lint test
 
@@ -27,12 +27,15 @@ test: vet envtest-assets jaeger-bin
 	$(GO) test -race -count=1 ./...
 	cd tracing/otlp && $(GO) test -race -count=1 ./...
 	cd examples/capi && $(GO) test -race -count=1 ./...
+	cd bench/peers/workload && $(GO) test -race -count=1 ./...
+	$(MAKE) bench-peers-smoke
 
 vet:
 	$(GO) vet ./...
 	cd tracing/otlp && $(GO) vet ./...
 	cd examples/capi && $(GO) vet ./...
 	cd bench/plot && $(GO) vet ./...
+	for m in workload cct clustercache clusterpool plot; do (cd bench/peers/$$m && $(GO) vet ./...) || exit 1; done
 
 ## envtest-assets: build kube-apiserver and etcd from the module proxy into ./bin (once; ~10 min).
 envtest-assets: $(ENVTEST_ASSETS)/kube-apiserver
@@ -71,6 +74,7 @@ lint: $(STATICCHECK) vet
 	cd tracing/otlp && $(STATICCHECK) ./...
 	cd examples/capi && $(STATICCHECK) ./...
 	cd bench/plot && $(STATICCHECK) ./...
+	for m in workload cct clustercache clusterpool plot; do (cd bench/peers/$$m && $(STATICCHECK) ./...) || exit 1; done
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
@@ -85,6 +89,17 @@ bench: $(BENCHSTAT)
 ## management and three workload apiservers, a dead and a flapping cluster.
 demo: envtest-assets
 	cd examples/capi && $(GO) run . $(DEMO_FLAGS)
+
+## demo-replicas: the same demo with two controller replicas sharding the
+## clusters through Leases (kube/shard); halfway, one stops and hands over.
+demo-replicas: envtest-assets
+	cd examples/capi && $(GO) run . $(DEMO_FLAGS) -replicas 2
+
+## bench-shard: kube/shard's figures for 1 000 clusters: memory per replica
+## vs replicas, and clusters moved per membership change vs the ideal 1/N.
+bench-shard: $(BENCHSTAT)
+	$(GO) test -run '^$$' -bench . -count $(BENCH_COUNT) ./kube/shard/ | tee $(BIN)/bench-shard.txt
+	$(BENCHSTAT) $(BIN)/bench-shard.txt
 
 ## demo-herd: the dependency-free demo on plain loopback sockets.
 demo-herd:
@@ -110,6 +125,21 @@ bench-scenarios:
 	@mkdir -p bench/results
 	$(GO) run ./bench/cmd/scenarios $(SCENARIO_FLAGS) -json bench/results/scenarios.json | tee bench/results/scenarios.md
 	cd bench/plot && $(GO) run . -in ../results/scenarios.json -out ../results/scenarios.png
+
+## bench-peers: the real ClusterCacheTracker (Cluster API v1.8.4), the real
+## ClusterCache (v1.14.2) and clusterpool, each its own program built into
+## bin/peers/, run in turn on one fleet of real apiservers (~15 min): one
+## table, then bench/sim's model against it. Writes bench/peers/results/
+## peers.{md,json,png}; PEERS_FLAGS adds driver flags (-h lists them).
+bench-peers: envtest-assets
+	@mkdir -p bench/peers/results
+	set -o pipefail; $(GO) run ./bench/peers/driver $(PEERS_FLAGS) -json bench/peers/results/peers.json | tee bench/peers/results/peers.md
+	cd bench/peers/plot && $(GO) run . -in ../results/peers.json -out ../results/peers.png
+
+## bench-peers-smoke: the bench-peers harness on 4 clusters, the dead
+## scenario for 10 s per peer; fails unless every peer reconciled (make test).
+bench-peers-smoke: envtest-assets
+	$(GO) run ./bench/peers/driver -smoke
 
 ## soak: the pool's soak test for SOAK_DURATION (default 2m): 10 000 clusters,
 ## 200 goroutines issuing Gets, fault modes switching every 250 ms; prints

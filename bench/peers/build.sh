@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# build.sh NAME: builds the bench/peers program NAME (cct, clustercache or
+# clusterpool) with hack/build-tool.sh into bin/peers/NAME-VERSION-DIGEST,
+# unless it is there (or in the per-user cache), and prints the path.
+# VERSION is the code under test (Cluster API's version, or "tree" for this
+# repository); DIGEST covers the sources the binary is built from, so an
+# edited peer, workload module or pool is rebuilt.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+name="$1"
+case "$name" in
+  cct)          version=capi-v1.8.4;  extra=() ;;
+  clustercache) version=capi-v1.14.2; extra=() ;;
+  clusterpool)  version=tree;         extra=(pool kube breaker tracing internal go.mod go.sum) ;;
+  *) echo "build.sh: unknown peer $name" >&2; exit 2 ;;
+esac
+digest="$(cd "$root" && find "bench/peers/$name" bench/peers/workload "${extra[@]}" -type f \
+  \( \( -name '*.go' ! -name '*_test.go' \) -o -name go.mod -o -name go.sum \) -print0 |
+  LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-12)"
+out="$root/bin/peers/$name-$version-$digest"
+bash "$root/hack/build-tool.sh" "$out" "bench/peers/$name" . >&2
+echo "$out"

@@ -1,0 +1,80 @@
+// Command clusterpool is the bench/peers program of this repository's pool,
+// wired as the README's Kubernetes section shows: kube.NewDialer over the
+// kubeconfig Secrets, kube.NewPool with default Options, kube.NewProber and
+// kube.SecretWatcher on the manager, and kube.Source enqueueing a
+// cluster's objects on every pool event. The workload reconciler calls
+// Get, reads and writes ConfigMaps with the cluster's uncached client (as
+// Cluster API reads ConfigMaps) and maps the errors of both with
+// kube.Requeue. It does not call Report: the Dialer's request protection
+// (kube.RequestOptions, on by default) reports every request's outcome to
+// the cluster's breaker itself, and reporting its ErrBulkheadFull
+// rejections again as failures opened the breakers of healthy clusters.
+//
+// Flags and output: see bench/peers/workload.
+package main
+
+import (
+	"context"
+
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/clusterpool/clusterpool/bench/peers/workload"
+	"github.com/clusterpool/clusterpool/kube"
+	"github.com/clusterpool/clusterpool/pool"
+)
+
+// version names the code under test: this working tree.
+const version = "tree"
+
+func main() {
+	// clusterpool reads no Cluster API type: the Secrets are all it needs.
+	none := func(*kruntime.Scheme) error { return nil }
+	workload.Main(workload.Peer{Name: "clusterpool", Version: version, AddToScheme: none, Setup: setup})
+}
+
+func setup(_ context.Context, mgr manager.Manager, plan workload.Plan) (workload.Strategy, func(*builder.Builder) *builder.Builder, error) {
+	d, err := kube.NewDialer(kube.SecretSource{Reader: mgr.GetAPIReader()}, kube.DialerOptions{Scheme: scheme.Scheme})
+	if err != nil {
+		return workload.Strategy{}, nil, err
+	}
+	p, err := kube.NewPool(d, pool.Options[client.ObjectKey, *kube.Cluster]{})
+	if err != nil {
+		return workload.Strategy{}, nil, err
+	}
+	prober, err := kube.NewProber(p, kube.ProberOptions{})
+	if err != nil {
+		p.Close()
+		return workload.Strategy{}, nil, err
+	}
+	closer := manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		p.Close()
+		return nil
+	})
+	for _, r := range []manager.Runnable{prober, &kube.SecretWatcher{Informers: mgr.GetCache(), Pool: p}, closer} {
+		if err := mgr.Add(r); err != nil {
+			p.Close()
+			return workload.Strategy{}, nil, err
+		}
+	}
+	objects := func(_ context.Context, ev pool.Event[client.ObjectKey]) []reconcile.Request {
+		return plan.Requests(ev.Key)
+	}
+	watch := func(b *builder.Builder) *builder.Builder { return b.WatchesRawSource(kube.Source(p, objects)) }
+	return workload.Strategy{
+		Get: func(ctx context.Context, cluster client.ObjectKey) (client.Client, error) {
+			c, err := p.Get(ctx, cluster)
+			if err != nil {
+				return nil, err
+			}
+			return c.Uncached, nil
+		},
+		Result:     kube.Requeue,
+		WorkResult: kube.Requeue,
+	}, watch, nil
+}

@@ -1,0 +1,23 @@
+// Command driver is `make bench-peers`: it starts one fleet on 127.0.0.1 —
+// a management kube-apiserver with Cluster API's Cluster CRD, M Cluster
+// objects with their <name>-kubeconfig Secrets and N objects each, every
+// Cluster behind its own fault proxy in front of one of K workload
+// apiservers — and runs each peer program (bench/peers/cct: Cluster API
+// v1.8.4's ClusterCacheTracker, bench/peers/clustercache: v1.14.2's
+// ClusterCache, bench/peers/clusterpool: this repository) against it in
+// turn, scenario by scenario, switching the proxies as the scenario says.
+// It prints one table of the real figures, then runs bench/sim at the same
+// scale and timings and prints model against real.
+//
+// The Cluster CRD is examples/capi's v1beta2 one with a v1beta1 version
+// added (conversion None, v1beta1 stored with its fields preserved), so
+// that v1.8.4 reads v1beta1 Clusters (status.infrastructureReady and the
+// ControlPlaneInitialized condition, which its health checker waits for)
+// and v1.14.2 reads v1beta2 ones
+// (status.initialization.infrastructureProvisioned, which its connector
+// waits for) from the same objects.
+//
+// Peer binaries are built by bench/peers/build.sh into bin/peers/ (keyed by
+// version and a digest of their sources) and talk to the driver with flags
+// in and one JSON object out (bench/peers/workload).
+package main

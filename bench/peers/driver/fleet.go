@@ -1,0 +1,202 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/clusterpool/clusterpool/internal/envtestutil"
+	"github.com/clusterpool/clusterpool/internal/faultproxy"
+)
+
+// namespace holds the Clusters, their Secrets and the reconciled objects.
+const namespace = "fleet"
+
+// clusterNameLabel is Cluster API's label naming an object's Cluster.
+const clusterNameLabel = "cluster.x-k8s.io/cluster-name"
+
+// fleet is the management apiserver, the workload apiservers, and one
+// fault proxy per Cluster.
+type fleet struct {
+	Kubeconfig string   // management kubeconfig file
+	Names      []string // Cluster names, index = cluster
+	Proxies    []*faultproxy.Proxy
+
+	dir  string
+	envs []*envtest.Environment
+}
+
+// startFleet starts 1+k apiservers in parallel, installs the Cluster CRD,
+// and creates m Clusters (each behind its own proxy in front of workload
+// apiserver i mod k) with their kubeconfig Secrets and n objects each.
+func startFleet(ctx context.Context, root string, m, k, n int) (_ *fleet, err error) {
+	if _, err := envtestutil.Assets(); err != nil {
+		return nil, err
+	}
+	crd, err := loadClusterCRD(filepath.Join(root, clusterCRDFile))
+	if err != nil {
+		return nil, err
+	}
+	f := &fleet{}
+	defer func() {
+		if err != nil {
+			f.stop()
+		}
+	}()
+	if f.dir, err = os.MkdirTemp("", "bench-peers-"); err != nil {
+		return nil, err
+	}
+	cfgs, err := f.startAPIServers(1 + k)
+	if err != nil {
+		return nil, err
+	}
+	mgmt, err := client.New(cfgs[0], client.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("management client: %w", err)
+	}
+	if err := installCRD(ctx, mgmt, crd); err != nil {
+		return nil, err
+	}
+	if err := mgmt.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
+		return nil, fmt.Errorf("creating namespace: %w", err)
+	}
+	kc, err := envtestutil.Kubeconfig(cfgs[0], "", "")
+	if err != nil {
+		return nil, err
+	}
+	f.Kubeconfig = filepath.Join(f.dir, "management.kubeconfig")
+	if err := os.WriteFile(f.Kubeconfig, kc, 0o600); err != nil {
+		return nil, fmt.Errorf("writing management kubeconfig: %w", err)
+	}
+	for i := range m {
+		name := fmt.Sprintf("c%03d", i)
+		if err := f.addCluster(ctx, mgmt, name, cfgs[1+i%k], n); err != nil {
+			return nil, fmt.Errorf("cluster %s: %w", name, err)
+		}
+	}
+	return f, nil
+}
+
+func (f *fleet) startAPIServers(count int) ([]*rest.Config, error) {
+	envs := make([]*envtest.Environment, count)
+	cfgs := make([]*rest.Config, count)
+	errs := make([]error, count)
+	var wg sync.WaitGroup
+	for i := range envs {
+		envs[i] = &envtest.Environment{}
+		wg.Go(func() { cfgs[i], errs[i] = envs[i].Start() })
+	}
+	wg.Wait()
+	for i, env := range envs {
+		if errs[i] == nil {
+			f.envs = append(f.envs, env)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("starting apiservers: %w", err)
+	}
+	return cfgs, nil
+}
+
+// addCluster creates cluster name's proxy, kubeconfig Secret, Cluster (with
+// the status both Cluster API versions wait for) and n objects.
+func (f *fleet) addCluster(ctx context.Context, mgmt client.Client, name string, target *rest.Config, n int) error {
+	u, err := url.Parse(target.Host)
+	if err != nil {
+		return fmt.Errorf("workload apiserver address: %w", err)
+	}
+	p, err := faultproxy.New(u.Host)
+	if err != nil {
+		return err
+	}
+	f.Proxies = append(f.Proxies, p)
+	f.Names = append(f.Names, name)
+	kc, err := envtestutil.Kubeconfig(target, p.Addr(), "")
+	if err != nil {
+		return err
+	}
+	labels := map[string]string{clusterNameLabel: name}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name + "-kubeconfig", Labels: labels},
+		Type: "cluster.x-k8s.io/secret", Data: map[string][]byte{"value": kc}}
+	if err := mgmt.Create(ctx, secret); err != nil {
+		return fmt.Errorf("creating kubeconfig Secret: %w", err)
+	}
+	cluster := clusterObject(name, p.Addr())
+	if err := mgmt.Create(ctx, cluster); err != nil {
+		return fmt.Errorf("creating Cluster: %w", err)
+	}
+	cluster.Object["status"] = clusterStatus()
+	if err := mgmt.Status().Update(ctx, cluster); err != nil {
+		return fmt.Errorf("setting Cluster status: %w", err)
+	}
+	for i := range n {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: fmt.Sprintf("%s-%d", name, i), Labels: labels}}
+		if err := mgmt.Create(ctx, cm); err != nil {
+			return fmt.Errorf("creating object %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// clusterObject is a v1beta1 Cluster whose control plane endpoint is the
+// proxy.
+func clusterObject(name, endpoint string) *unstructured.Unstructured {
+	host, port := splitHostPort(endpoint)
+	c := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster",
+		"metadata": map[string]any{"namespace": namespace, "name": name},
+		"spec":     map[string]any{"controlPlaneEndpoint": map[string]any{"host": host, "port": port}},
+	}}
+	return c
+}
+
+// clusterStatus satisfies both readers: v1beta1's infrastructureReady and
+// ControlPlaneInitialized condition (what v1.8.4's health checker waits
+// for, cluster_cache_tracker.go line 692) and v1beta2's
+// initialization.infrastructureProvisioned (what v1.14.2's connector waits
+// for, cluster_cache.go line 485). The condition has the fields of both
+// condition types.
+func clusterStatus() map[string]any {
+	now := time.Now().UTC().Format(time.RFC3339)
+	return map[string]any{
+		"infrastructureReady": true,
+		"controlPlaneReady":   true,
+		"initialization":      map[string]any{"infrastructureProvisioned": true, "controlPlaneInitialized": true},
+		"conditions": []any{map[string]any{"type": "ControlPlaneInitialized", "status": "True",
+			"lastTransitionTime": now, "reason": "Initialized", "message": ""}},
+	}
+}
+
+func splitHostPort(hp string) (string, int64) {
+	u := url.URL{Host: hp}
+	port, _ := strconv.ParseInt(u.Port(), 10, 64)
+	return u.Hostname(), port
+}
+
+// stop closes every proxy, stops every apiserver and removes the files.
+func (f *fleet) stop() {
+	for _, p := range f.Proxies {
+		p.Close()
+	}
+	for _, e := range f.envs {
+		if err := e.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping apiserver:", err)
+		}
+	}
+	if f.dir != "" {
+		os.RemoveAll(f.dir)
+	}
+}

@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"regexp"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// options are the command line.
+type options struct {
+	cfg        config
+	t          timing
+	apiservers int
+	strategies []string
+	run        *regexp.Regexp
+	scale      float64
+	jsonOut    string
+	modelFrom  string
+	smoke      bool
+}
+
+// report is the JSON written with -json (read by bench/peers/plot).
+type report struct {
+	Date       string       `json:"date"`
+	Machine    string       `json:"machine"`
+	Config     config       `json:"config"`
+	APIServers int          `json:"workload_apiservers"`
+	Results    []result     `json:"results"`
+	Model      []comparison `json:"model"`
+	ModelScale float64      `json:"model_scale"`
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:])
+	if err == nil {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		err = run(ctx, o, os.Stdout)
+		stop()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench-peers:", err)
+		os.Exit(1)
+	}
+}
+
+func parseFlags(args []string) (options, error) {
+	var o options
+	var strategies, runExpr string
+	fs := flag.NewFlagSet("driver", flag.ContinueOnError)
+	fs.IntVar(&o.cfg.Clusters, "clusters", 40, "Cluster objects (M)")
+	fs.IntVar(&o.apiservers, "apiservers", 3, "workload apiservers (K)")
+	fs.IntVar(&o.cfg.Objects, "objects", 20, "objects per cluster (N)")
+	fs.IntVar(&o.cfg.Workers, "workers", 10, "workload controller's MaxConcurrentReconciles")
+	fs.DurationVar(&o.cfg.Work, "work", 100*time.Millisecond, "least time a successful reconcile holds its worker (bench/sim's Work)")
+	fs.DurationVar(&o.cfg.Bucket, "bucket", 5*time.Second, "time series bucket")
+	fs.Uint64Var(&o.cfg.Seed, "seed", 1, "fault layout seed")
+	fs.Float64Var(&o.t.Fraction, "fraction", 0.2, "fraction of dead, recovering or flapping clusters")
+	fs.DurationVar(&o.t.Herd, "herd", 150*time.Second, "bound of the herd run")
+	fs.DurationVar(&o.t.Dead, "dead", 60*time.Second, "length of the dead run")
+	fs.DurationVar(&o.t.RecoverAt, "recover-at", 20*time.Second, "earliest recovery")
+	fs.DurationVar(&o.t.RecoverSpread, "recover-spread", time.Minute, "recoveries are spread over this (bench/sim's RecoverSpread)")
+	fs.DurationVar(&o.t.RecoverAfter, "recover-after", 90*time.Second, "bound of the recovery run after the last recovery")
+	fs.DurationVar(&o.t.Flap, "flap", 90*time.Second, "length of the flapping run")
+	fs.DurationVar(&o.t.FlapPeriod, "flap-period", 30*time.Second, "flapping clusters' up and down period")
+	fs.StringVar(&strategies, "strategies", "cct,clustercache,clusterpool", "peers to run, in order")
+	fs.StringVar(&runExpr, "run", ".", "regexp of the scenarios to run (herd, dead, recovery, flapping)")
+	fs.Float64Var(&o.scale, "model-scale", 0.1, "time scale of the bench/sim model runs (0.01 overshoots 100 ms of work by ≈ 20 %, 0.1 by ≈ 5 %)")
+	fs.StringVar(&o.modelFrom, "model-from", "", "run no peer: redo the model check against the real results in this -json file")
+	fs.StringVar(&o.jsonOut, "json", "", "write every figure, series and the model check to this file")
+	fs.BoolVar(&o.smoke, "smoke", false, "the make test smoke: 4 clusters on 1 apiserver, 3 objects, the dead scenario for 10 s; fails unless every peer reconciled")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if o.smoke {
+		o.cfg.Clusters, o.apiservers, o.cfg.Objects, o.t.Fraction, o.t.Dead, runExpr = 4, 1, 3, 0.25, 10*time.Second, "^dead$"
+	}
+	o.strategies = strings.Split(strategies, ",")
+	var err error
+	if o.run, err = regexp.Compile(runExpr); err != nil {
+		return o, fmt.Errorf("-run: %w", err)
+	}
+	if o.cfg.Clusters < 1 || o.apiservers < 1 || o.cfg.Objects < 1 || o.cfg.Workers < 1 {
+		return o, errors.New("-clusters, -apiservers, -objects and -workers must be positive")
+	}
+	return o, nil
+}
+
+func run(ctx context.Context, o options, out io.Writer) error {
+	root, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	if o.modelFrom != "" {
+		return remodel(ctx, o, out)
+	}
+	bins := map[string]string{}
+	for _, s := range o.strategies {
+		if bins[s], err = buildPeer(ctx, root, s); err != nil {
+			return err
+		}
+	}
+	start := time.Now()
+	fmt.Fprintf(os.Stderr, "bench-peers: starting %d apiservers, %d Clusters × %d objects\n", 1+o.apiservers, o.cfg.Clusters, o.cfg.Objects)
+	f, err := startFleet(ctx, root, o.cfg.Clusters, o.apiservers, o.cfg.Objects)
+	if err != nil {
+		return err
+	}
+	defer f.stop()
+	rep := report{Date: start.UTC().Format(time.RFC3339), Machine: machine(), Config: o.cfg, APIServers: o.apiservers, ModelScale: o.scale}
+	var ran []scenario
+	for _, sc := range scenarios(o.t) {
+		if !o.run.MatchString(sc.Name) {
+			continue
+		}
+		ran = append(ran, sc)
+		l := sc.lay(o.cfg.Clusters, o.cfg.Seed)
+		for _, s := range o.strategies {
+			fmt.Fprintf(os.Stderr, "bench-peers: %s on %s (≤ %s)\n", s, sc.Name, sc.Duration)
+			res, err := runPeer(ctx, f, bins[s], s, sc, l, o.cfg)
+			if err != nil {
+				return err
+			}
+			rep.Results = append(rep.Results, res)
+		}
+	}
+	fmt.Fprintf(out, "Real peers on one fleet: %d Clusters (%d workload apiservers) × %d objects, %d workers, %s of work per reconcile; %s wall\n\n",
+		o.cfg.Clusters, o.apiservers, o.cfg.Objects, o.cfg.Workers, o.cfg.Work, time.Since(start).Round(time.Second))
+	if err := writeReal(out, rep.Results); err != nil {
+		return err
+	}
+	if err := modelCheck(ctx, o, ran, &rep, out); err != nil {
+		return err
+	}
+	if o.jsonOut != "" {
+		data, err := json.MarshalIndent(rep, "", " ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(o.jsonOut, data, 0o644); err != nil {
+			return fmt.Errorf("writing %s: %w", o.jsonOut, err)
+		}
+	}
+	if o.smoke {
+		return smokeCheck(rep.Results, len(o.strategies))
+	}
+	return nil
+}
+
+// modelCheck runs bench/sim on every scenario of rep's results and prints
+// model against real.
+func modelCheck(ctx context.Context, o options, ran []scenario, rep *report, out io.Writer) error {
+	rep.Model, rep.ModelScale = nil, o.scale
+	for _, sc := range ran {
+		for _, r := range rep.Results {
+			if r.Scenario != sc.Name {
+				continue
+			}
+			m, err := runModel(ctx, sc, r.Strategy, rep.Config, o.scale)
+			if err != nil {
+				return err
+			}
+			rep.Model = append(rep.Model, compare(m, r)...)
+		}
+	}
+	fmt.Fprintf(out, "\nModel (bench/sim, scale %g) against real, same fleet size and timings:\n\n", o.scale)
+	return writeModel(out, rep.Model)
+}
+
+// remodel redoes the model check of a -json file's real results (the
+// scenarios' timings come from the flags, as when it was written).
+func remodel(ctx context.Context, o options, out io.Writer) error {
+	data, err := os.ReadFile(o.modelFrom)
+	if err != nil {
+		return err
+	}
+	var rep report
+	if err := json.Unmarshal(data, &rep); err != nil {
+		return fmt.Errorf("%s: %w", o.modelFrom, err)
+	}
+	var ran []scenario
+	for _, sc := range scenarios(o.t) {
+		if o.run.MatchString(sc.Name) {
+			ran = append(ran, sc)
+		}
+	}
+	fmt.Fprintf(out, "Real peers on one fleet (%s, %s): %d Clusters (%d workload apiservers) × %d objects, %d workers, %s of work per reconcile\n\n",
+		rep.Date, rep.Machine, rep.Config.Clusters, rep.APIServers, rep.Config.Objects, rep.Config.Workers, rep.Config.Work)
+	if err := writeReal(out, rep.Results); err != nil {
+		return err
+	}
+	if err := modelCheck(ctx, o, ran, &rep, out); err != nil {
+		return err
+	}
+	if o.jsonOut == "" {
+		return nil
+	}
+	if data, err = json.MarshalIndent(rep, "", " "); err != nil {
+		return err
+	}
+	return os.WriteFile(o.jsonOut, data, 0o644)
+}
+
+// smokeCheck fails unless every peer ran and reconciled healthy objects,
+// and the proxies counted its connections.
+func smokeCheck(results []result, want int) error {
+	if len(results) != want {
+		return fmt.Errorf("smoke: %d results, want %d", len(results), want)
+	}
+	for _, r := range results {
+		if r.Figures.HealthyPerSec <= 0 || r.Dials == 0 || r.Figures.Reconciles == 0 {
+			return fmt.Errorf("smoke: %s reconciled nothing (healthy/s %.2f, reconciles %d, dials %d)",
+				r.Strategy, r.Figures.HealthyPerSec, r.Figures.Reconciles, r.Dials)
+		}
+	}
+	return nil
+}
+
+// machine names the CPU, core count and Go version.
+func machine() string {
+	cpu := "unknown CPU"
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.SplitSeq(string(data), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				cpu = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%d vCPU %q, %s/%s, %s", runtime.NumCPU(), cpu, runtime.GOOS, runtime.GOARCH, runtime.Version())
+}

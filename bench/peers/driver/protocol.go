@@ -1,0 +1,34 @@
+package main
+
+// figures is what a peer prints on stdout: the JSON of
+// bench/peers/workload.Figures (a module of its own, built against each
+// peer's Kubernetes libraries, so this module cannot import it). Field
+// names must match; TestProtocolMatchesWorkload checks them against the
+// workload module's source.
+type figures struct {
+	Strategy             string           `json:"strategy"`
+	Version              string           `json:"version"`
+	StartUnixMs          int64            `json:"start_unix_ms"`
+	Seconds              float64          `json:"run_s"`
+	AllReconciled        float64          `json:"all_reconciled_s"`
+	HealthyPerSec        float64          `json:"healthy_per_s"`
+	Reconciles           int              `json:"reconciles"`
+	P50Ms                float64          `json:"p50_ms"`
+	P99Ms                float64          `json:"p99_ms"`
+	BlockedWorkerSeconds float64          `json:"blocked_worker_s"`
+	Requeues             int              `json:"requeues"`
+	Errors               int              `json:"errors"`
+	ClusterDoneUnixMs    map[string]int64 `json:"cluster_done_unix_ms"`
+	Series               []point          `json:"series"`
+	RSSBytes             int64            `json:"rss_bytes"`
+	PeakRSSBytes         int64            `json:"peak_rss_bytes"`
+	Goroutines           int              `json:"goroutines"`
+}
+
+// point is one bucket of a peer's time series (workload.Point).
+type point struct {
+	T             float64 `json:"t_s"`
+	HealthyPerSec float64 `json:"healthy_per_s"`
+	P99Ms         float64 `json:"p99_ms"`
+	Reconciles    int     `json:"reconciles"`
+}

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/clusterpool/clusterpool/internal/faultproxy"
+)
+
+// config is what every run shares.
+type config struct {
+	Clusters int           `json:"clusters"`
+	Objects  int           `json:"objects_per_cluster"`
+	Workers  int           `json:"workers"`
+	Work     time.Duration `json:"work_ns"`
+	Bucket   time.Duration `json:"bucket_ns"`
+	Seed     uint64        `json:"seed"`
+}
+
+// result is one strategy's real figures on one scenario.
+type result struct {
+	Scenario string  `json:"scenario"`
+	Strategy string  `json:"strategy"`
+	Figures  figures `json:"figures"`
+	// Dials: connections the proxies accepted during the run, in all and
+	// for the faulty clusters.
+	Dials       uint64 `json:"dials"`
+	FaultyDials uint64 `json:"faulty_dials"`
+	// RecoveryMean and RecoveryMax: from a recovering cluster's switch to
+	// pass until all its objects reconciled (s); -1 if one never did.
+	RecoveryMean float64 `json:"recovery_mean_s,omitempty"`
+	RecoveryMax  float64 `json:"recovery_max_s,omitempty"`
+}
+
+// runPeer runs the peer binary bin on f with sc laid out as l, switching the
+// proxies as l says, and returns its figures.
+func runPeer(ctx context.Context, f *fleet, bin, strategy string, sc scenario, l layout, cfg config) (result, error) {
+	for i, p := range f.Proxies {
+		p.SetMode(l.Initial[i])
+	}
+	before := make([]uint64, len(f.Proxies))
+	for i, p := range f.Proxies {
+		before[i] = p.Accepted()
+	}
+	roles := make([]string, len(f.Names))
+	for i, n := range f.Names {
+		roles[i] = n + "=" + l.Roles[i]
+	}
+	args := []string{"-kubeconfig", f.Kubeconfig, "-namespace", namespace, "-roles", strings.Join(roles, ","),
+		"-objects", fmt.Sprint(cfg.Objects), "-workers", fmt.Sprint(cfg.Workers), "-work", cfg.Work.String(),
+		"-duration", sc.Duration.String(), fmt.Sprintf("-saturate=%t", sc.Saturate), "-bucket", cfg.Bucket.String()}
+	ctx, cancel := context.WithTimeout(ctx, sc.Duration+2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, os.Stderr
+	if err := cmd.Start(); err != nil {
+		return result{}, fmt.Errorf("starting %s: %w", strategy, err)
+	}
+	recovered := make(chan map[int]time.Time, 1)
+	stop := make(chan struct{})
+	go func() { recovered <- applyEvents(f.Proxies, l.Events, stop) }()
+	err := cmd.Wait()
+	close(stop)
+	recoveredAt := <-recovered
+	if err != nil {
+		return result{}, fmt.Errorf("%s on %s: %w", strategy, sc.Name, err)
+	}
+	res := result{Scenario: sc.Name, Strategy: strategy}
+	if err := json.Unmarshal(out.Bytes(), &res.Figures); err != nil {
+		return result{}, fmt.Errorf("%s: decoding its figures: %w", strategy, err)
+	}
+	for i, p := range f.Proxies {
+		d := p.Accepted() - before[i]
+		res.Dials += d
+		if l.Roles[i] != "healthy" {
+			res.FaultyDials += d
+		}
+	}
+	if sc.Role == "recovering" {
+		res.RecoveryMean, res.RecoveryMax = recovery(f.Names, recoveredAt, res.Figures.ClusterDoneUnixMs, slices.Index(l.Roles, "recovering") >= 0)
+	}
+	return res, nil
+}
+
+// applyEvents switches proxies at the events' times (after now) until stop
+// is closed, and returns when each cluster was last switched to pass.
+func applyEvents(proxies []*faultproxy.Proxy, events []event, stop <-chan struct{}) map[int]time.Time {
+	start := time.Now()
+	passed := map[int]time.Time{}
+	for _, ev := range events {
+		t := time.NewTimer(time.Until(start.Add(ev.At)))
+		select {
+		case <-stop:
+			t.Stop()
+			return passed
+		case <-t.C:
+		}
+		proxies[ev.Cluster].SetMode(ev.Mode)
+		if ev.Mode == faultproxy.Pass {
+			passed[ev.Cluster] = time.Now()
+		}
+	}
+	<-stop
+	return passed
+}
+
+// recovery returns the mean and maximum over recovered clusters of the time
+// from the switch to pass until every object of the cluster reconciled;
+// -1, -1 if some cluster never got there, or none recovered although some
+// should have (expected).
+func recovery(names []string, recoveredAt map[int]time.Time, doneUnixMs map[string]int64, expected bool) (mean, worst float64) {
+	if len(recoveredAt) == 0 {
+		if expected {
+			return -1, -1
+		}
+		return 0, 0
+	}
+	var sum float64
+	for c, at := range recoveredAt {
+		done, ok := doneUnixMs[names[c]]
+		if !ok {
+			return -1, -1
+		}
+		d := time.UnixMilli(done).Sub(at).Seconds()
+		sum += d
+		worst = max(worst, d)
+	}
+	return sum / float64(len(recoveredAt)), worst
+}

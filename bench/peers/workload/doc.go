@@ -1,0 +1,13 @@
+// Package workload is what the three peer programs of bench/peers share: the
+// workload controller (a controller-runtime manager whose reconciler gets a
+// workload cluster's client from the strategy under test and reads and
+// writes one ConfigMap in that cluster), the figures it records, and the
+// flags-in, JSON-out protocol with the driver (bench/peers/driver).
+//
+// It is a module of its own, requiring the oldest client-go and
+// controller-runtime of the three peers (those of Cluster API v1.8.4), so
+// that each peer module resolves it against its own Cluster API's versions.
+// Only APIs that are the same from controller-runtime v0.18 to v0.25 are
+// used here; what differs (how a strategy is built and how its cluster
+// source is added to the controller) lives in the peers' main packages.
+package workload

@@ -1,0 +1,112 @@
+package workload
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Role is what the driver does to a cluster's network during a run.
+type Role string
+
+// The roles of the -roles flag.
+const (
+	// Healthy clusters pass traffic all run long.
+	Healthy Role = "healthy"
+	// Dead clusters hold every connection all run long.
+	Dead Role = "dead"
+	// Recovering clusters hold every connection, then pass from a time the
+	// driver chose; their objects count toward AllReconciled.
+	Recovering Role = "recovering"
+	// Flapping clusters switch between pass and hold.
+	Flapping Role = "flapping"
+)
+
+// ClusterNameLabel is Cluster API's label naming an object's Cluster; the
+// reconciled objects carry it.
+const ClusterNameLabel = "cluster.x-k8s.io/cluster-name"
+
+// Plan is one run as the driver describes it with flags.
+type Plan struct {
+	// Kubeconfig is the management cluster's kubeconfig file.
+	Kubeconfig string
+	// Namespace holds the Cluster objects, their kubeconfig Secrets and the
+	// reconciled objects (ConfigMaps named <cluster>-<i>).
+	Namespace string
+	// Roles maps each Cluster's name to its role.
+	Roles map[string]Role
+	// Objects is the number of objects per cluster.
+	Objects int
+	// Workers is the controller's MaxConcurrentReconciles.
+	Workers int
+	// Work is how long a successful reconcile holds its worker at least:
+	// the real requests, then a sleep for the rest (the model's 100 ms of
+	// work).
+	Work time.Duration
+	// Duration bounds the run; without Saturate the run ends as soon as
+	// every measured object reconciled once.
+	Duration time.Duration
+	// Saturate requeues an object as soon as it reconciled successfully.
+	Saturate bool
+	// Bucket is the width of the time series' buckets.
+	Bucket time.Duration
+	// WorkloadNamespace holds the ConfigMaps written in workload clusters.
+	WorkloadNamespace string
+}
+
+// ParsePlan reads a Plan from args (the flags the driver passes).
+func ParsePlan(args []string) (Plan, error) {
+	var p Plan
+	var roles string
+	fs := flag.NewFlagSet("peer", flag.ContinueOnError)
+	fs.StringVar(&p.Kubeconfig, "kubeconfig", "", "management cluster kubeconfig file")
+	fs.StringVar(&p.Namespace, "namespace", "fleet", "namespace of the Clusters and reconciled objects")
+	fs.StringVar(&roles, "roles", "", "comma-separated name=role (healthy, dead, recovering, flapping)")
+	fs.IntVar(&p.Objects, "objects", 20, "objects per cluster")
+	fs.IntVar(&p.Workers, "workers", 10, "MaxConcurrentReconciles")
+	fs.DurationVar(&p.Work, "work", 100*time.Millisecond, "least time a successful reconcile holds its worker")
+	fs.DurationVar(&p.Duration, "duration", time.Minute, "longest run")
+	fs.BoolVar(&p.Saturate, "saturate", false, "requeue every object as soon as it reconciled")
+	fs.DurationVar(&p.Bucket, "bucket", 5*time.Second, "time series bucket")
+	fs.StringVar(&p.WorkloadNamespace, "workload-namespace", "default", "namespace written in workload clusters")
+	if err := fs.Parse(args); err != nil {
+		return Plan{}, err
+	}
+	var err error
+	if p.Roles, err = parseRoles(roles); err != nil {
+		return Plan{}, err
+	}
+	switch {
+	case p.Kubeconfig == "":
+		return Plan{}, errors.New("workload: -kubeconfig is required")
+	case p.Objects < 1 || p.Workers < 1 || p.Duration <= 0 || p.Bucket <= 0:
+		return Plan{}, errors.New("workload: -objects, -workers, -duration and -bucket must be positive")
+	}
+	return p, nil
+}
+
+func parseRoles(s string) (map[string]Role, error) {
+	roles := map[string]Role{}
+	for item := range strings.SplitSeq(s, ",") {
+		name, role, ok := strings.Cut(item, "=")
+		r := Role(role)
+		if !ok || name == "" || (r != Healthy && r != Dead && r != Recovering && r != Flapping) {
+			return nil, fmt.Errorf("workload: -roles item %q is not name=healthy|dead|recovering|flapping", item)
+		}
+		roles[name] = r
+	}
+	if len(roles) == 0 {
+		return nil, errors.New("workload: -roles lists no cluster")
+	}
+	return roles, nil
+}
+
+// Measured reports whether objects of a cluster with role r count toward
+// "every object reconciled once": healthy ones and recovering ones (as in
+// bench/sim).
+func (r Role) Measured() bool { return r == Healthy || r == Recovering }
+
+// ObjectName is the name of cluster's i-th object.
+func ObjectName(cluster string, i int) string { return fmt.Sprintf("%s-%d", cluster, i) }

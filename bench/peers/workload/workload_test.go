@@ -1,0 +1,75 @@
+package workload
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+func TestParsePlan(t *testing.T) {
+	p, err := ParsePlan([]string{"-kubeconfig", "k", "-roles", "a=healthy,b=dead,c=recovering,d=flapping", "-objects", "2", "-saturate"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Roles) != 4 || p.Roles["c"] != Recovering || !p.Saturate || p.Objects != 2 || p.Workers != 10 {
+		t.Fatalf("plan %+v", p)
+	}
+	for _, args := range [][]string{
+		{"-roles", "a=healthy"},                                   // no kubeconfig
+		{"-kubeconfig", "k", "-roles", "a=sick"},                  // unknown role
+		{"-kubeconfig", "k", "-roles", ""},                        // no cluster
+		{"-kubeconfig", "k", "-roles", "a=dead", "-objects", "0"}, // no object
+	} {
+		if _, err := ParsePlan(args); err == nil {
+			t.Errorf("%v: no error", args)
+		}
+	}
+}
+
+func TestRequests(t *testing.T) {
+	p := Plan{Roles: map[string]Role{"a": Healthy}, Objects: 3}
+	reqs := p.Requests(keyOf("ns", "a"))
+	if len(reqs) != 3 || reqs[2].Name != "a-2" || reqs[2].Namespace != "ns" {
+		t.Fatalf("requests %v", reqs)
+	}
+	if reqs := p.Requests(keyOf("ns", "other")); reqs != nil {
+		t.Fatalf("requests of an unknown cluster: %v", reqs)
+	}
+}
+
+func TestRecorder(t *testing.T) {
+	plan := Plan{Roles: map[string]Role{"h": Healthy, "r": Recovering, "d": Dead}, Objects: 2, Bucket: time.Hour}
+	rec := NewRecorder(plan)
+	rec.Begin()
+	start := time.Now()
+	rec.Record("h", "h-0", start, 0, Succeeded)
+	rec.Record("h", "h-0", start, 0, Succeeded) // not a first success
+	rec.Record("d", "d-0", start, time.Second, Failed)
+	rec.Record("r", "r-0", start, 2*time.Second, Requeued)
+	rec.Record("h", "h-1", start, 0, Succeeded)
+	rec.Record("r", "r-0", start, 0, Succeeded)
+	select {
+	case <-rec.AllDone():
+		t.Fatal("done before r-1 reconciled")
+	default:
+	}
+	rec.Record("r", "r-1", start, 0, Succeeded)
+	<-rec.AllDone()
+	f := rec.Figures()
+	if f.Reconciles != 7 || f.Requeues != 1 || f.Errors != 1 || f.BlockedWorkerSeconds != 3 || f.AllReconciled < 0 {
+		t.Fatalf("figures %+v", f)
+	}
+	if len(f.ClusterDoneUnixMs) != 2 || f.ClusterDoneUnixMs["d"] != 0 {
+		t.Fatalf("clusters done %v", f.ClusterDoneUnixMs)
+	}
+	if len(f.Series) != 1 || f.Series[0].Reconciles != 7 {
+		t.Fatalf("series %+v", f.Series)
+	}
+	if !strings.HasPrefix(ObjectName("c", 4), "c-4") {
+		t.Fatal(ObjectName("c", 4))
+	}
+}
+
+func keyOf(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
