@@ -23,6 +23,13 @@ import (
 type SecretWatcher struct {
 	Informers cache.Informers
 	Pool      ClusterPool
+	// Connect dials, in the background (pool.Probe), every cluster whose
+	// kubeconfig Secret appears and that the pool does not hold yet, as
+	// Cluster API's ClusterCache connects every Cluster: a controller whose
+	// queue is busy with connected clusters then need not reach a cluster's
+	// objects before its dial starts. Leave it off when not every Secret's
+	// cluster is this replica's (kube/shard dials the clusters it gains).
+	Connect bool
 }
 
 // Start registers the handler and returns once ctx is done.
@@ -56,7 +63,8 @@ func (w *SecretWatcher) changed(obj any) {
 	key := client.ObjectKey{Namespace: s.Namespace, Name: strings.TrimSuffix(s.Name, "-kubeconfig")}
 	c, ok := w.Pool.Peek(key)
 	if !ok {
-		if st := w.Pool.State(key); st.Known && st.Breaker != breaker.StateClosed {
+		st := w.Pool.State(key)
+		if (st.Known && st.Breaker != breaker.StateClosed) || (w.Connect && !st.Known) {
 			w.Pool.Probe(key)
 		}
 		return

@@ -45,3 +45,18 @@ func TestSecretWatcherReactions(t *testing.T) {
 		t.Error("sameKubeconfig compares the wrong thing")
 	}
 }
+
+// With Connect, a Secret of a cluster the pool does not hold yet dials it in
+// the background; without it, nothing happens until a Get.
+func TestSecretWatcherConnect(t *testing.T) {
+	fresh := client.ObjectKey{Namespace: "f", Name: "fresh"}
+	fp := newFakePool()
+	(&SecretWatcher{Pool: fp}).changed(kubeconfigSecret(fresh, "A"))
+	if got := fp.callLog(); len(got) != 0 {
+		t.Fatalf("without Connect: calls %v, want none", got)
+	}
+	(&SecretWatcher{Pool: fp, Connect: true}).changed(kubeconfigSecret(fresh, "A"))
+	if got, want := fp.callLog(), []string{"probe f/fresh"}; !slices.Equal(got, want) {
+		t.Fatalf("with Connect: calls %v, want %v", got, want)
+	}
+}

@@ -56,7 +56,7 @@ func setup(_ context.Context, mgr manager.Manager, plan workload.Plan) (workload
 		p.Close()
 		return nil
 	})
-	for _, r := range []manager.Runnable{prober, &kube.SecretWatcher{Informers: mgr.GetCache(), Pool: p}, closer} {
+	for _, r := range []manager.Runnable{prober, &kube.SecretWatcher{Informers: mgr.GetCache(), Pool: p, Connect: true}, closer} {
 		if err := mgr.Add(r); err != nil {
 			p.Close()
 			return workload.Strategy{}, nil, err
