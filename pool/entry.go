@@ -84,9 +84,9 @@ type call[K comparable, C any] struct {
 	started  atomic.Int64 // UnixNano when the dialer was called; 0 while queued
 	deadline atomic.Int64 // UnixNano of the enforced DialTimeout; 0 while queued
 
-	// Guarded by the entry's mu:
-	published bool // done is closed (waiters woken; may precede settled)
-	settled   bool // the outcome was applied and the lane released, once
+	// Guarded by the entry's mu (done is closed under it too, and may be
+	// closed before the call is settled: Remove wakes waiters at once):
+	settled bool // the outcome was applied and the lane released, once
 
 	// Guarded by the pool's lanes.mu. ctx is made when the dial starts (a
 	// queued dial has none: thousands of children of the pool's context
@@ -111,10 +111,9 @@ func (c *call[K, C]) retryAt() time.Time {
 
 // endLocked publishes the call's result and wakes its waiters, once.
 func (c *call[K, C]) endLocked(client C, err error) {
-	if c.published {
+	if c.ended() {
 		return
 	}
-	c.published = true
 	c.client, c.err = client, err
 	close(c.done)
 }

@@ -100,17 +100,31 @@ func TestSwitchClosesOpenConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
+	c := dialAccepted(t, p)
+	p.SetMode(Hold)
+	expectClosed(t, c)
+}
+
+// dialAccepted dials p and waits until the proxy has accepted the
+// connection: net.Dial returns once the kernel queued it, and only once the
+// proxy accepted it is it open at a switch (see SetMode).
+func dialAccepted(t *testing.T, p *Proxy) net.Conn {
+	t.Helper()
+	before := p.Accepted()
 	c, err := net.Dial("tcp", p.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	// net.Dial returns once the kernel queued the connection; only once the
-	// proxy accepted it is it open at the switch (see SetMode).
-	if !p.WaitAccepted(1, 10*time.Second) {
+	t.Cleanup(func() { c.Close() })
+	if !p.WaitAccepted(before+1, 10*time.Second) {
 		t.Fatal("the proxy did not accept the connection")
 	}
-	p.SetMode(Hold)
+	return c
+}
+
+// expectClosed fails unless a read on c ends because the proxy closed it.
+func expectClosed(t *testing.T, c net.Conn) {
+	t.Helper()
 	c.SetDeadline(time.Now().Add(5 * time.Second))
 	if _, err := c.Read(make([]byte, 1)); err == nil || strings.Contains(err.Error(), "timeout") {
 		t.Fatalf("read after switch: %v, want the connection closed", err)
@@ -127,14 +141,7 @@ func TestConnectionAcceptedAfterSwitchGetsNewMode(t *testing.T) {
 	}
 	defer p.Close()
 	p.SetMode(Hold)
-	c, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if !p.WaitAccepted(1, 10*time.Second) {
-		t.Fatal("the proxy did not accept the connection")
-	}
+	c := dialAccepted(t, p)
 	c.SetDeadline(time.Now().Add(50 * time.Millisecond))
 	if _, err := c.Write([]byte("hi\n")); err != nil {
 		t.Fatalf("write: %v", err)
@@ -144,10 +151,7 @@ func TestConnectionAcceptedAfterSwitchGetsNewMode(t *testing.T) {
 		t.Fatalf("read of a held connection: %v, want a timeout (held open)", err)
 	}
 	p.SetMode(Pass) // closes it
-	c.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := c.Read(make([]byte, 1)); err == nil || strings.Contains(err.Error(), "timeout") {
-		t.Fatalf("read after switch: %v, want the connection closed", err)
-	}
+	expectClosed(t, c)
 }
 
 func TestWaitAcceptedEndsOnClose(t *testing.T) {
