@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/connrotation"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -34,9 +35,10 @@ type Cluster struct {
 	// Cache is the informer cache behind Client.
 	Cache cache.Cache
 
-	config     *rest.Config    // holds credentials: never logged or printed
-	httpClient *http.Client    // shared by every client of the cluster
-	guard      *reqguard.Guard // the requests' guard; nil if RequestOptions.Disable
+	config     *rest.Config         // holds credentials: never logged or printed
+	httpClient *http.Client         // shared by every client of the cluster
+	conns      *connrotation.Dialer // dials every connection of config; nil in some tests
+	guard      *reqguard.Guard      // the requests' guard; nil if RequestOptions.Disable
 
 	stopOnce sync.Once
 	cancel   context.CancelFunc
@@ -54,14 +56,26 @@ func (c *Cluster) HTTPClient() *http.Client { return c.httpClient }
 func (c *Cluster) String() string { return "cluster " + c.Key.String() }
 
 // Stop ends the cluster's requests in flight (and rejects later ones; see
-// RequestOptions), then stops its cache and informers and waits for them.
+// RequestOptions), stops its cache and informers and waits for them, then
+// closes every connection dialed for the cluster, idle or not, including
+// those of clients built from RESTConfig. Nothing of the cluster outlives
+// Stop: no connection, and no HTTP/2 read loop parked on one.
 // It is idempotent and safe for concurrent use.
 func (c *Cluster) Stop() {
 	c.stopOnce.Do(func() {
 		c.cancel()
 		<-c.done
-		closeIdle(c.httpClient)
+		c.closeConns()
 	})
+}
+
+// closeConns closes the cluster's connections.
+func (c *Cluster) closeConns() {
+	if c.conns != nil {
+		c.conns.CloseAll()
+		return
+	}
+	closeIdle(c.httpClient)
 }
 
 // closeIdle closes hc's idle connections through client-go's transport

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/connrotation"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -115,6 +117,14 @@ func (d *Dialer) Dial(ctx context.Context, key client.ObjectKey) (*Cluster, erro
 		g = reqguard.New(d.opts.Requests.guardSettings(key, d.opts.RequestTimeout, &d.pool, d.metrics))
 		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &guardedTransport{next: rt, g: g} })
 	}
+	// Every connection of the cluster goes through conns, so that Stop
+	// closes them all; client-go's idle-connection closing misses one that
+	// a stream still used at that moment and leaves it (and its HTTP/2
+	// read loop) to the transport's idle timeout. A Dial of its own also
+	// keeps the transport out of client-go's process-wide TLS cache, where
+	// clusters with the same credentials would share one.
+	conns := connrotation.NewDialer(baseDial(cfg.Dial))
+	cfg.Dial = conns.DialContext
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kube: HTTP client for cluster %s: %w", key, err)
@@ -124,30 +134,30 @@ func (d *Dialer) Dial(ctx context.Context, key client.ObjectKey) (*Cluster, erro
 	err = readyz(rctx, hc, cfg.Host)
 	cancel()
 	if err != nil {
-		closeIdle(hc)
+		conns.CloseAll()
 		return nil, fmt.Errorf("kube: cluster %s not reachable: %w", key, err)
 	}
 	mapper, err := apiutil.NewDynamicRESTMapper(cfg, hc)
 	if err != nil {
-		closeIdle(hc)
+		conns.CloseAll()
 		return nil, fmt.Errorf("kube: REST mapper for cluster %s: %w", key, err)
 	}
 	copts := d.opts.Cache
 	copts.HTTPClient, copts.Scheme, copts.Mapper = informerClient(hc), d.opts.Scheme, mapper
 	ca, err := cache.New(cfg, copts)
 	if err != nil {
-		closeIdle(hc)
+		conns.CloseAll()
 		return nil, fmt.Errorf("kube: cache for cluster %s: %w", key, err)
 	}
 	uncached, err := client.New(cfg, client.Options{HTTPClient: hc, Scheme: d.opts.Scheme, Mapper: mapper})
 	if err != nil {
-		closeIdle(hc)
+		conns.CloseAll()
 		return nil, fmt.Errorf("kube: client for cluster %s: %w", key, err)
 	}
 	cached, err := client.New(cfg, client.Options{HTTPClient: hc, Scheme: d.opts.Scheme, Mapper: mapper,
 		Cache: &client.CacheOptions{Reader: ca}})
 	if err != nil {
-		closeIdle(hc)
+		conns.CloseAll()
 		return nil, fmt.Errorf("kube: client for cluster %s: %w", key, err)
 	}
 	cctx, stopCache := context.WithCancel(context.Background())
@@ -156,7 +166,7 @@ func (d *Dialer) Dial(ctx context.Context, key client.ObjectKey) (*Cluster, erro
 		stop = func() { g.Stop(); stopCache() }
 	}
 	c := &Cluster{Key: key, Revision: rev, Client: cached, Uncached: uncached, Cache: ca,
-		config: cfg, httpClient: hc, guard: g, cancel: stop, done: make(chan struct{})}
+		config: cfg, httpClient: hc, conns: conns, guard: g, cancel: stop, done: make(chan struct{})}
 	go func() {
 		defer close(c.done)
 		if err := ca.Start(cctx); err != nil {
@@ -172,6 +182,14 @@ func (d *Dialer) Dial(ctx context.Context, key client.ObjectKey) (*Cluster, erro
 	}
 	log.V(1).Info("connected", "revision", rev)
 	return c, nil
+}
+
+// baseDial returns dial, or client-go's default dialer if it is nil.
+func baseDial(dial connrotation.DialFunc) connrotation.DialFunc {
+	if dial != nil {
+		return dial
+	}
+	return (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 }
 
 // warm starts the informers of WatchTypes and waits for their sync, bounded

@@ -2,14 +2,11 @@ package kube
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"os"
-	"sync"
 	"testing"
 
 	"github.com/go-logr/logr"
-	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -17,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/clusterpool/clusterpool/internal/envtestsuite"
 	"github.com/clusterpool/clusterpool/internal/envtestutil"
 )
 
@@ -25,64 +23,33 @@ import (
 // the first needEnvtest, so that unit and fuzz tests of the package run
 // without them, and stop at the end of TestMain.
 var (
+	suite            = envtestsuite.Suite{Name: "kube", Envs: []*envtest.Environment{{}, {}}}
 	mgmtCfg, workCfg *rest.Config
 	mgmt             client.Client
 	mgmtHTTP         *http.Client
-
-	envOnce sync.Once
-	envErr  error
-	envs    []*envtest.Environment
-	ignore  goleak.Option // goroutines that exist once the apiservers run
 )
 
 // needEnvtest starts the apiservers if needed; it fails the test (never
 // skips it) when they cannot start, e.g. without KUBEBUILDER_ASSETS.
 func needEnvtest(t *testing.T) {
 	t.Helper()
-	envOnce.Do(func() { envErr = startEnvs() })
-	if envErr != nil {
-		t.Fatalf("envtest: %v", envErr)
+	cfgs := suite.Need(t)
+	if mgmt != nil {
+		return
 	}
-}
-
-func startEnvs() error {
-	for _, cfg := range []**rest.Config{&mgmtCfg, &workCfg} {
-		env, c, err := envtestutil.Start()
-		if err != nil {
-			return err
-		}
-		envs = append(envs, env)
-		*cfg = c
-	}
+	mgmtCfg, workCfg = cfgs[0], cfgs[1]
 	var err error
 	if mgmtHTTP, err = rest.HTTPClientFor(mgmtCfg); err != nil {
-		return err
+		t.Fatal(err)
 	}
 	if mgmt, err = client.New(mgmtCfg, client.Options{HTTPClient: mgmtHTTP}); err != nil {
-		return err
+		t.Fatal(err)
 	}
-	ignore = goleak.IgnoreCurrent()
-	return nil
 }
 
 func TestMain(m *testing.M) {
 	ctrllog.SetLogger(logr.Discard())
-	ignore = goleak.IgnoreCurrent()
-	code := m.Run()
-	if mgmtHTTP != nil {
-		closeIdle(mgmtHTTP) // the tests' own management client
-	}
-	if code == 0 {
-		// Everything the tests started must be gone.
-		if err := goleak.Find(ignore); err != nil {
-			fmt.Fprintln(os.Stderr, "kube tests: leaked goroutines:", err)
-			code = 1
-		}
-	}
-	for _, e := range envs {
-		e.Stop()
-	}
-	os.Exit(code)
+	os.Exit(suite.Main(m))
 }
 
 // putKubeconfig writes the Cluster API kubeconfig Secret of ns/name.
