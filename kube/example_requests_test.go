@@ -16,8 +16,11 @@ import (
 )
 
 // Requests on a cluster's clients are guarded: here the bulkhead allows one
-// request in flight, so a second one sent while the first hangs fails at
-// once with ErrBulkheadFull, which Requeue turns into a RequeueAfter.
+// request in flight once the cluster shows it is not answering. While the
+// first request hangs, others are sent as long as it is not late; once it
+// has waited longer than the cluster's answers take (its retransmission
+// timeout), one more fails at once with ErrBulkheadFull, which Requeue
+// turns into a RequeueAfter.
 func ExampleRequestOptions() {
 	arrived, release := make(chan struct{}, 1), make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -52,7 +55,12 @@ func ExampleRequestOptions() {
 		first <- err
 	}()
 	<-arrived
-	_, err = wc.HTTPClient().Get(srv.URL + "/fast")
+	for err == nil {
+		var resp *http.Response
+		if resp, err = wc.HTTPClient().Get(srv.URL + "/fast"); err == nil {
+			resp.Body.Close()
+		}
+	}
 	res, rerr := kube.Requeue(err)
 	fmt.Println(errors.Is(err, kube.ErrBulkheadFull), res.RequeueAfter > 0, rerr)
 	close(release)

@@ -58,11 +58,13 @@ var (
 type RequestOptions struct {
 	// Disable turns every part off: the transport is not installed.
 	Disable bool
-	// MaxInFlight caps the cluster's counted requests in flight; one more
-	// fails at once with ErrBulkheadFull — unless the cluster is answering
-	// as usual (a response within the last retransmission timeout, its
-	// smoothed latency plus four deviations, and fewer than the cap waiting
-	// longer than that), so that a busy healthy cluster is not throttled.
+	// MaxInFlight caps the cluster's counted requests in flight once it
+	// shows it is not answering: a first-byte timeout since its last
+	// answer, or MaxInFlight requests late (waiting longer than its
+	// retransmission timeout, its smoothed latency plus four deviations;
+	// MinFirstByte before its first answer). One more then fails at once
+	// with ErrBulkheadFull. A busy healthy cluster, and a burst to one that
+	// was idle or has just connected, are not throttled.
 	// Zero means DefaultMaxInFlight (3).
 	MaxInFlight int
 	// DisableBulkhead removes the cap.

@@ -146,25 +146,25 @@ func TestHungRequestsOpenTheBreaker(t *testing.T) {
 	}
 }
 
-// Ten requests at once to a hanging cluster: the bulkhead's cap (3) are
-// blocked, the other seven fail at once with ErrBulkheadFull and a
-// RetryAfter; removing the cluster ends the blocked ones with
-// ErrClusterStopped.
+// A hanging cluster: the bulkhead's cap (3) of requests hang, and once
+// they are late (past the cluster's retransmission timeout) seven more
+// fail at once with ErrBulkheadFull and a RetryAfter; removing the cluster
+// ends the blocked ones with ErrClusterStopped.
 func TestBulkheadCapsRequestsToAHangingCluster(t *testing.T) {
 	p, proxy, c := proxiedCluster(t, "bulkhead", RequestOptions{DisableFirstByte: true, DisablePassiveHealth: true}, breaker.Settings{})
 	hold(proxy, c)
-	// Within one retransmission timeout of its last answer the cluster
-	// still counts as answering (no throttling of a busy healthy cluster);
-	// after that it is hanging and the cap holds.
-	waitUntil(t, 10*time.Second, "the cluster to stop answering", func() bool { return !c.guard.Responsive() })
-	results := getConfigMaps(c, 10)
+	blocked := getConfigMaps(c, DefaultMaxInFlight)
+	// Until the cap's requests are late the cluster still counts as
+	// answering: a burst to a healthy cluster is not throttled.
+	waitUntil(t, 10*time.Second, "the cap's requests to be late", func() bool { return !c.guard.Responsive() })
+	results := getConfigMaps(c, 10-DefaultMaxInFlight)
 	for range 10 - DefaultMaxInFlight {
 		select {
 		case r := <-results:
 			if !errors.Is(r.err, ErrBulkheadFull) {
 				t.Fatalf("over the cap: %v, want ErrBulkheadFull", r.err)
 			}
-			if d, ok := pool.RetryAfter(r.err); !ok || d <= 0 {
+			if d, ok := pool.RetryAfter(r.err); !ok || d < 0 {
 				t.Errorf("RetryAfter = %v, %v", d, ok)
 			}
 			if r.took > 5*time.Second {
@@ -174,15 +174,17 @@ func TestBulkheadCapsRequestsToAHangingCluster(t *testing.T) {
 			t.Fatal("rejections did not come")
 		}
 	}
-	waitUntil(t, 10*time.Second, "the cap in flight", func() bool { _, n := c.guard.InFlight(); return n == DefaultMaxInFlight })
+	if _, n := c.guard.InFlight(); n != DefaultMaxInFlight {
+		t.Fatalf("%d counted requests in flight, want the cap %d", n, DefaultMaxInFlight)
+	}
 	select {
-	case r := <-results:
+	case r := <-blocked:
 		t.Fatalf("a request within the cap ended while the cluster hangs: %v", r.err)
 	default:
 	}
 	p.Remove(c.Key)
 	for range DefaultMaxInFlight {
-		if r := <-results; !errors.Is(r.err, ErrClusterStopped) {
+		if r := <-blocked; !errors.Is(r.err, ErrClusterStopped) {
 			t.Errorf("after Remove: %v, want ErrClusterStopped", r.err)
 		}
 	}

@@ -70,7 +70,6 @@ func (f *Flight) FirstByte() {
 	if f.class == Counted {
 		g.est.observe(time.Since(f.start))
 		g.timeouts = 0
-		g.answered = time.Now()
 	}
 }
 

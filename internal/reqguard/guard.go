@@ -87,8 +87,6 @@ type Guard struct {
 	// timeouts counts first-byte timeouts since the last answer (see
 	// firstbyte.go), as the pool halves a failing cluster's wait bound.
 	timeouts int
-	// answered is when a Counted request last got its response headers.
-	answered time.Time
 }
 
 // New returns a Guard with settings s.
@@ -170,24 +168,38 @@ func (g *Guard) Responsive() bool {
 }
 
 // responsiveLocked reports whether the cluster is answering as it
-// usually does, so that the bulkhead lets counted requests past its cap: a
-// request got its answer within the last retransmission timeout (smoothed
-// latency plus four deviations) and fewer than the cap have waited longer
-// than that. A busy healthy cluster is not throttled; a cluster that stops
-// answering is held to the cap one timeout later at most; with no estimate
-// yet the cap holds.
+// usually does, so that the bulkhead lets counted requests past its cap: no
+// first-byte timeout since its last answer, and fewer than the cap of its
+// requests in flight are late (see lateAfterLocked). The cap is for a
+// cluster that stopped answering, and holds on evidence only: a busy
+// healthy cluster is not throttled, nor is a burst of requests to a cluster
+// that was idle or has just connected; a cluster that stops answering is
+// held to the cap once cap requests are late or one timed out.
 func (g *Guard) responsiveLocked(now time.Time) bool {
-	rto := g.est.rto()
-	if rto == 0 || now.Sub(g.answered) > rto {
+	if g.timeouts > 0 {
 		return false
 	}
-	late := 0
+	after, late := g.lateAfterLocked(), 0
 	for f := range g.flights {
-		if f.class == Counted && now.Sub(f.start) > rto {
+		if f.class == Counted && now.Sub(f.start) > after {
 			late++
 		}
 	}
 	return late < g.s.MaxInFlight
+}
+
+// lateAfterLocked is how long a Counted request may wait for its answer
+// before it counts as late: the cluster's retransmission timeout (smoothed
+// latency plus four deviations), or, before any answer, the first-byte
+// floor MinFirstByte (MaxFirstByte if that rule is off).
+func (g *Guard) lateAfterLocked() time.Duration {
+	if rto := g.est.rto(); rto > 0 {
+		return rto
+	}
+	if g.s.MinFirstByte > 0 {
+		return g.s.MinFirstByte
+	}
+	return g.s.MaxFirstByte
 }
 
 // slotFreeLocked is when a Counted flight is expected to have ended: after

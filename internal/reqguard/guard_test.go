@@ -45,38 +45,84 @@ func newGuard(t *testing.T, s Settings) (*Guard, *reports) {
 }
 
 func TestBulkheadCapsCountedOnly(t *testing.T) {
-	g, _ := newGuard(t, Settings{MaxInFlight: 2, MaxFirstByte: time.Minute})
-	var flights []*Flight
-	for range 2 {
+	synctest.Test(t, func(t *testing.T) {
+		g, _ := newGuard(t, Settings{MaxInFlight: 2, MaxFirstByte: time.Minute})
+		var flights []*Flight
+		for range 2 {
+			_, f, err := g.Begin(context.Background(), Counted)
+			if err != nil {
+				t.Fatal(err)
+			}
+			flights = append(flights, f)
+		}
+		// With no answer ever, a request is late after MaxFirstByte.
+		time.Sleep(time.Minute + time.Millisecond)
+		_, _, err := g.Begin(context.Background(), Counted)
+		if !errors.Is(err, ErrBulkheadFull) {
+			t.Fatalf("third counted request with two late ones: %v, want ErrBulkheadFull", err)
+		}
+		if d, ok := pool.RetryAfter(err); !ok || d < 0 || d > time.Minute {
+			t.Errorf("RetryAfter = %v, %v; want [0, 1m]", d, ok)
+		}
+		_, f, err := g.Begin(context.Background(), Exempt)
+		if err != nil {
+			t.Fatalf("exempt request over the cap: %v", err)
+		}
+		f.End(nil)
+		flights[0].End(nil)
+		flights[0].End(nil) // idempotent: releases one slot only
+		if _, counted := g.InFlight(); counted != 1 {
+			t.Fatalf("counted = %d after one End, want 1", counted)
+		}
+		_, f, err = g.Begin(context.Background(), Counted)
+		if err != nil {
+			t.Fatalf("after a slot was freed: %v", err)
+		}
+		f.End(nil)
+		flights[1].End(nil)
+	})
+}
+
+// A burst of requests to a cluster that has just connected, or that was
+// idle for long, is not throttled: nothing says the cluster is in trouble.
+// A first-byte timeout does: the cap holds until the next answer.
+func TestBulkheadHoldsOnEvidenceOnly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g, _ := newGuard(t, Settings{MaxInFlight: 2, MinFirstByte: time.Second, MaxFirstByte: time.Minute})
+		burst := func(n int, what string) []*Flight {
+			t.Helper()
+			var flights []*Flight
+			for i := range n {
+				_, f, err := g.Begin(context.Background(), Counted)
+				if err != nil {
+					t.Fatalf("%s: request %d: %v", what, i, err)
+				}
+				flights = append(flights, f)
+			}
+			return flights
+		}
+		answer := func(flights []*Flight) {
+			for _, f := range flights {
+				f.FirstByte()
+				f.End(nil)
+			}
+		}
+		answer(burst(5, "fresh cluster"))
+		time.Sleep(time.Hour)
+		slow := burst(5, "cluster idle for an hour")
+		time.Sleep(5 * time.Millisecond)
+		answer(slow[1:])
+		time.Sleep(time.Minute) // slow[0] timed out
 		_, f, err := g.Begin(context.Background(), Counted)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("one request in flight after a timeout: %v", err)
 		}
-		flights = append(flights, f)
-	}
-	_, _, err := g.Begin(context.Background(), Counted)
-	if !errors.Is(err, ErrBulkheadFull) {
-		t.Fatalf("third counted request: %v, want ErrBulkheadFull", err)
-	}
-	if d, ok := pool.RetryAfter(err); !ok || d <= 0 || d > time.Minute {
-		t.Errorf("RetryAfter = %v, %v; want (0, 1m]", d, ok)
-	}
-	_, f, err := g.Begin(context.Background(), Exempt)
-	if err != nil {
-		t.Fatalf("exempt request over the cap: %v", err)
-	}
-	f.End(nil)
-	flights[0].End(nil)
-	flights[0].End(nil) // idempotent: releases one slot only
-	if _, counted := g.InFlight(); counted != 1 {
-		t.Fatalf("counted = %d after one End, want 1", counted)
-	}
-	_, f, err = g.Begin(context.Background(), Counted)
-	if err != nil {
-		t.Fatalf("after a slot was freed: %v", err)
-	}
-	f.End(nil)
-	flights[1].End(nil)
+		if _, _, err := g.Begin(context.Background(), Counted); !errors.Is(err, ErrBulkheadFull) {
+			t.Fatalf("over the cap after a timeout: %v, want ErrBulkheadFull", err)
+		}
+		f.End(nil)
+		slow[0].End(nil)
+	})
 }
 
 func TestStopCancelsInFlightAndRejects(t *testing.T) {
