@@ -96,26 +96,26 @@ func New[K comparable, C any](dial DialFunc[K, C], opts Options[K, C]) (*Pool[K,
 // ErrClosed, ErrRemoved, ErrInvalidOptions (Options.ForKey), or ctx's error.
 func (p *Pool[K, C]) Get(ctx context.Context, key K) (C, error) {
 	if v, ok := p.entries.Load(key); ok && !p.closed.Load() {
-		if c := v.(*entry[K, C]).client.Load(); c != nil {
+		e := v.(*entry[K, C])
+		if c := e.client.Load(); c != nil {
 			return *c, nil
 		}
-	}
-	return p.miss(ctx, key)
-}
-
-// miss is Get for a cluster without a client: the traced wait.
-func (p *Pool[K, C]) miss(ctx context.Context, key K) (C, error) {
-	var zero C
-	if v, ok := p.entries.Load(key); ok && !p.closed.Load() {
-		e := v.(*entry[K, C])
 		if rej := e.reject.Load(); rej != nil {
 			// An instant rejection waits for nothing: it costs no clock
 			// read, and gets a span only as part of a caller's recording
 			// trace.
 			p.rec.Reject(ctx, e.name, e.breakerState().String())
+			var zero C
 			return zero, rej
 		}
 	}
+	return p.miss(ctx, key)
+}
+
+// miss is Get for a cluster without a client or an instant rejection: the
+// traced wait.
+func (p *Pool[K, C]) miss(ctx context.Context, key K) (C, error) {
+	var zero C
 	if p.closed.Load() { // no entry is created after Close
 		err := &Error{Kind: ErrClosed, Cluster: p.format(key)}
 		p.rec.EndWait(p.rec.StartWait(ctx, err.Cluster), tracing.Closed, 0, "", trace.SpanContext{})
