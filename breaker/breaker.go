@@ -56,6 +56,11 @@ const (
 	// Ignored counts as neither, except for the half-open probe, which
 	// must end in a decision: an ignored probe outcome is a Failure.
 	Ignored
+	// Trip is a Failure that opens a closed breaker at once, whatever the
+	// count, for MaxOpenTimeout: a failure so costly that repeating it soon
+	// helps nobody, such as a dial that hung until its deadline. With
+	// Settings.DisableTrip it is a plain Failure.
+	Trip
 )
 
 // Transition is one change of state, as returned by the method that caused it.
@@ -94,6 +99,7 @@ type Breaker struct {
 	hookTo    State     // last state gobreaker reported through OnStateChange
 	hooked    bool      // OnStateChange ran during the current call
 	reported  State     // state most recently returned in a Transition
+	trip      bool      // the outcome being recorded is a Trip
 }
 
 // New returns a closed Breaker, or an error matching [ErrInvalidSettings]
@@ -109,8 +115,9 @@ func New(s Settings) (*Breaker, error) {
 		// The open period is this package's: gobreaker may go half-open at
 		// once, and is not asked until the period is over.
 		Timeout: time.Nanosecond,
+		// Runs inside a call made with b.mu held, like OnStateChange.
 		ReadyToTrip: func(c gobreaker.Counts) bool {
-			return c.ConsecutiveFailures >= threshold
+			return b.trip || c.ConsecutiveFailures >= threshold
 		},
 		IsExcluded: func(err error) bool { return err == errDiscard },
 		// Runs under gobreaker's mutex, inside a call made with b.mu held:
@@ -201,11 +208,13 @@ func (b *Breaker) Classify(err error) Outcome {
 func (t Ticket) Record(o Outcome) (Transition, bool) {
 	switch {
 	case o == Success:
-		return t.b.finish(t.done, nil)
+		return t.b.finish(t.done, nil, false)
+	case o == Trip:
+		return t.b.finish(t.done, errFailure, !t.b.s.DisableTrip)
 	case o == Failure, t.probe:
-		return t.b.finish(t.done, errFailure)
+		return t.b.finish(t.done, errFailure, false)
 	}
-	return t.b.finish(t.done, errDiscard)
+	return t.b.finish(t.done, errDiscard, false)
 }
 
 // Discard gives the ticket back without an outcome: it counts as neither
@@ -213,7 +222,7 @@ func (t Ticket) Record(o Outcome) (Transition, bool) {
 // lets the next Allow be the probe; use it only when the request was
 // abandoned for reasons that are not the far end's (shutdown).
 func (t Ticket) Discard() {
-	t.b.finish(t.done, errDiscard)
+	t.b.finish(t.done, errDiscard, false)
 }
 
 // Expire ends the current open period now, so that the next Allow is the
@@ -237,13 +246,14 @@ func (b *Breaker) Expire() {
 // more than its Timeout of one nanosecond.
 const gobreakerTick = 2 * time.Nanosecond
 
-func (b *Breaker) finish(done func(error), err error) (Transition, bool) {
+func (b *Breaker) finish(done func(error), err error, trip bool) (Transition, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := time.Now()
 	from := b.stateLocked(now)
-	b.hooked = false
+	b.hooked, b.trip = false, trip
 	done(err)
+	b.trip = false
 	if !b.hooked {
 		return Transition{}, false
 	}
@@ -251,7 +261,11 @@ func (b *Breaker) finish(done func(error), err error) (Transition, bool) {
 	case StateOpen:
 		b.reported = StateOpen
 		b.opens++
-		d := openPeriod(b.opens, b.s.OpenTimeout, b.s.MaxOpenTimeout, b.s.Jitter)
+		base := b.s.OpenTimeout
+		if trip { // no quick retry of a request that hung
+			base = b.s.MaxOpenTimeout
+		}
+		d := openPeriod(b.opens, base, b.s.MaxOpenTimeout, b.s.Jitter)
 		b.openUntil, b.openedAt = now.Add(d), now
 		return Transition{From: from, To: StateOpen, OpenFor: d, At: now}, true
 	case StateClosed:

@@ -297,3 +297,45 @@ func TestExpire(t *testing.T) {
 		}
 	})
 }
+
+// record reports outcome o of one request and returns the transition.
+func record(t *testing.T, b *Breaker, o Outcome) (Transition, bool) {
+	t.Helper()
+	tk, _, _, err := b.Allow()
+	if err != nil {
+		t.Fatalf("Allow: %v", err)
+	}
+	return tk.Record(o)
+}
+
+// A Trip (a request that hung until its deadline) opens a closed breaker
+// at once for MaxOpenTimeout, and re-opens it for MaxOpenTimeout after a
+// probe that hung; a probe that failed fast gets the growing period. With
+// DisableTrip a Trip is one failure among ConsecutiveFailures.
+func TestTripOpensAtOnceForMaxOpenTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := Settings{ConsecutiveFailures: 5, OpenTimeout: time.Second, MaxOpenTimeout: 8 * time.Second, DisableJitter: true}
+		b := mustNew(t, s)
+		for _, step := range []struct {
+			o    Outcome
+			open time.Duration
+		}{{Trip, 8 * time.Second}, {Failure, 2 * time.Second}, {Trip, 8 * time.Second}, {Failure, 8 * time.Second}} {
+			tr, ok := record(t, b, step.o)
+			if !ok || tr.To != StateOpen || tr.OpenFor != step.open {
+				t.Fatalf("outcome %d: transition %+v (%v), want open for %v", step.o, tr, ok, step.open)
+			}
+			time.Sleep(tr.OpenFor)
+		}
+
+		s.DisableTrip = true
+		b = mustNew(t, s)
+		for i := 1; i < 5; i++ {
+			if tr, ok := record(t, b, Trip); ok {
+				t.Fatalf("DisableTrip: Trip %d changed state: %+v", i, tr)
+			}
+		}
+		if tr, ok := record(t, b, Trip); !ok || tr.OpenFor != time.Second {
+			t.Fatalf("DisableTrip: fifth Trip: %+v (%v), want open for the first period 1s", tr, ok)
+		}
+	})
+}

@@ -17,10 +17,11 @@
 //
 // The state machine is the classic one:
 //
-//	Closed --ConsecutiveFailures failures--> Open
+//	Closed --ConsecutiveFailures failures, or one Trip--> Open
 //	Open --open period over--> HalfOpen (the next Allow is the single probe)
 //	HalfOpen --probe succeeds--> Closed (open period reset to OpenTimeout)
-//	HalfOpen --probe fails--> Open (open period doubled, capped)
+//	HalfOpen --probe fails--> Open (open period doubled, capped;
+//	                                 MaxOpenTimeout after a Trip)
 //
 // A probe that never reports keeps the Breaker half-open and rejecting for
 // ever; callers must bound every request they make with a ticket (the pool

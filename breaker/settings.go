@@ -32,9 +32,10 @@ type Settings struct {
 	// probe. Zero means DefaultMaxOpenTimeout (30s, or OpenTimeout if that is
 	// longer). It must not be below OpenTimeout. The cap is the worst-case
 	// delay between a dead cluster coming back and the pool noticing (plus
-	// jitter), and one probe per cap is the steady cost of a dead cluster:
-	// 30s means ≈ 120 dials per hour, what Cluster API's ClusterCache spends
-	// with its fixed 30 s retry.
+	// jitter), and one probe per cap (plus the probe's own hang) is the
+	// steady cost of a dead cluster: 30s with a 10 s dial timeout means one
+	// dial per 35–40 s, ≈ 95 per hour, close to Cluster API's ClusterCache
+	// (a 10 s connect timeout, then its fixed 30 s retry: 90 per hour).
 	MaxOpenTimeout time.Duration
 
 	// Jitter is the fraction by which every open period is randomly
@@ -45,6 +46,15 @@ type Settings struct {
 
 	// DisableJitter makes every open period exact (Jitter is ignored).
 	DisableJitter bool
+
+	// DisableTrip makes Trip outcomes (a dial that hung until its
+	// deadline) plain failures: they count toward ConsecutiveFailures and
+	// open the breaker for the growing period. By default a Trip opens a
+	// closed breaker at once, and every Trip opens it for MaxOpenTimeout:
+	// repeating a request that hung for its whole timeout helps nobody,
+	// and probing such a cluster every MaxOpenTimeout is the steady cost
+	// named above.
+	DisableTrip bool
 
 	// IsFailure reports whether an outcome counts as a failure. Outcomes for
 	// which it returns false are neither failures nor successes: they do not

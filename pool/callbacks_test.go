@@ -26,8 +26,10 @@ func TestStuckDialerIsTimedOutByThePool(t *testing.T) {
 		f := newFake()
 		f.stubborn.Store(true)
 		var closed atomic.Int32
+		// Default breaker settings: a dial that hung until its deadline
+		// opens the breaker at once, for MaxOpenTimeout.
 		p, err := New(f.dial, Options[string, *client]{MaxTotalDials: 1, MaxSlowDials: 1, DialTimeout: time.Second,
-			Breaker: breaker.Settings{ConsecutiveFailures: 1},
+			Breaker: breaker.Settings{DisableJitter: true},
 			OnClose: func(_ string, c *client) { closed.Add(1); c.closed.Add(1) }})
 		if err != nil {
 			t.Fatal(err)
@@ -39,8 +41,8 @@ func TestStuckDialerIsTimedOutByThePool(t *testing.T) {
 		<-res
 		time.Sleep(time.Second)
 		synctest.Wait()
-		if s := p.State("a"); s.Breaker != breaker.StateOpen || s.Dialing {
-			t.Fatalf("after DialTimeout: %+v, want the breaker open and no dial", s)
+		if s := p.State("a"); s.Breaker != breaker.StateOpen || s.Dialing || !s.NextProbe.Equal(start.Add(time.Second+breaker.DefaultMaxOpenTimeout)) {
+			t.Fatalf("after DialTimeout: %+v, want the breaker open for %v and no dial", s, breaker.DefaultMaxOpenTimeout)
 		}
 		if !p.idle() {
 			t.Fatal("the stuck dial still holds its slot")

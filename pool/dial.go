@@ -76,6 +76,9 @@ func (p *Pool[K, C]) runDial(c *call[K, C]) {
 		took: time.Since(time.Unix(0, c.started.Load()))}
 	if !r.canceled {
 		r.o = p.classify(&c.e.set, err)
+		if r.o == breaker.Failure && ctx.Err() == context.DeadlineExceeded {
+			r.o = breaker.Trip // hung until the pool's deadline
+		}
 	}
 	p.finish(c, r)
 }
@@ -85,8 +88,11 @@ func (p *Pool[K, C]) runDial(c *call[K, C]) {
 // dialer that returns later has its client passed to OnClose.
 func (p *Pool[K, C]) expire(c *call[K, C]) {
 	err := fmt.Errorf("dial did not return by its deadline (%v): %w", c.e.set.dialTimeout, context.DeadlineExceeded)
-	p.finish(c, result[C]{err: err, o: p.classify(&c.e.set, err), canceled: c.ctx.Err() != nil,
-		took: c.e.set.dialTimeout})
+	o := p.classify(&c.e.set, err)
+	if o == breaker.Failure {
+		o = breaker.Trip
+	}
+	p.finish(c, result[C]{err: err, o: o, canceled: c.ctx.Err() != nil, took: c.e.set.dialTimeout})
 }
 
 // finish settles c with r unless it is settled already; a client the

@@ -183,7 +183,7 @@ func TestNoPermitLeaks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake()
 		p := newPool(t, f, Options[string, *client]{MaxConcurrentDials: 2, MaxTotalDials: 3,
-			Breaker: breaker.Settings{ConsecutiveFailures: 100}})
+			Breaker: breaker.Settings{ConsecutiveFailures: 100, DisableTrip: true}})
 		for i := range 30 {
 			res := getAsync(context.Background(), p, "k")
 			synctest.Wait()
@@ -223,7 +223,7 @@ func TestNewValidates(t *testing.T) {
 		{Options[string, int]{DialTimeout: -time.Second}, "DialTimeout="},
 		{Options[string, int]{MaxConcurrentDials: -1}, "MaxConcurrentDials="},
 		{Options[string, int]{MaxTotalDials: -1}, "MaxTotalDials="},
-		{Options[string, int]{MaxConcurrentDials: 17}, "MaxConcurrentDials="},
+		{Options[string, int]{MaxConcurrentDials: 101}, "MaxConcurrentDials="},
 		{Options[string, int]{MaxConcurrentDials: 4, MaxTotalDials: 2}, "MaxConcurrentDials="},
 		{Options[string, int]{Breaker: breaker.Settings{OpenTimeout: -1}}, "OpenTimeout="},
 	} {
@@ -238,7 +238,7 @@ func TestNewValidates(t *testing.T) {
 	}
 	defer p.Close()
 	if o := p.opts; o.MaxWait != 50*time.Millisecond || o.DialTimeout != 10*time.Second ||
-		o.MaxConcurrentDials != 1 || o.MaxTotalDials != 16 || o.FormatKey("x") != "x" {
+		o.MaxConcurrentDials != 1 || o.MaxTotalDials != 100 || o.MaxSlowDials != 100 || o.FormatKey("x") != "x" {
 		t.Errorf("defaults: %+v", o)
 	}
 }

@@ -17,10 +17,13 @@ const (
 	DefaultMaxWait            = 50 * time.Millisecond
 	DefaultDialTimeout        = 10 * time.Second
 	DefaultMaxConcurrentDials = 1
-	DefaultMaxTotalDials      = 16
-	// DefaultMaxSlowDials is the default of Options.MaxSlowDials: 16 times
-	// DefaultMaxTotalDials.
-	DefaultMaxSlowDials = 256
+	// DefaultMaxTotalDials is Cluster API's --clustercache-concurrency
+	// default: ClusterCache connects with 100 workers.
+	DefaultMaxTotalDials = 100
+	// DefaultMaxSlowDials is the default of Options.MaxSlowDials: as many
+	// hanging dials as normal ones, so that a fleet with many dead clusters
+	// dials them no faster than ClusterCache's 100 workers do.
+	DefaultMaxSlowDials = 100
 )
 
 // MaxDuration bounds every duration of Options and Overrides: a longer one
@@ -51,7 +54,8 @@ type Options[K comparable, C any] struct {
 	MaxConcurrentDials int64
 
 	// MaxTotalDials is the normal lane: how many dials may run at once
-	// across all clusters while they are not known to hang. Zero means 16.
+	// across all clusters while they are not known to hang. Zero means
+	// DefaultMaxTotalDials (100).
 	// It must not be below MaxConcurrentDials. Dials of clusters that
 	// failed their last dial or reported use, and half-open probes, hold at
 	// most half of it (at least one). Pending dials wait in one FIFO queue;
@@ -63,7 +67,7 @@ type Options[K comparable, C any] struct {
 	// MaxWait; 4×MaxWait before any dial succeeded) moves out of the normal
 	// lane into this one, where it goes on until its deadline without
 	// holding up first dials of other clusters. Zero means
-	// DefaultMaxSlowDials (256); when the slow lane is full, slow dials stay
+	// DefaultMaxSlowDials (100); when the slow lane is full, slow dials stay
 	// in the normal lane.
 	MaxSlowDials int64
 

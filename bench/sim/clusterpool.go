@@ -24,7 +24,9 @@ func init() {
 
 // clusterPool is this library as a reconciler uses it: pool.Get, errors
 // mapped by kube.Requeue, the pool's events enqueueing the cluster's objects
-// as kube.Source does, and every request on an established client passing
+// as kube.Source does, every cluster dialed in the background (pool.Probe)
+// as its kubeconfig Secret appears, as kube.SecretWatcher with Connect does
+// (ClusterCache connects every Cluster the same way), and every request on an established client passing
 // the client's request guard as kube's transport does (kube.RequestOptions
 // defaults: bulkhead, first-byte deadline, cancellation when the breaker
 // opens, passive health).
@@ -65,6 +67,9 @@ func newClusterPool(env Env, opts pool.Options[int, *Client]) (Strategy, error) 
 			env.Enqueue(ev.Key)
 		}
 	}()
+	for c := range w.faults {
+		p.Probe(c) // kube.SecretWatcher{Connect: true} at the informer's first list
+	}
 	return s, nil
 }
 
