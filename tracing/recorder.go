@@ -52,13 +52,14 @@ type Recorder struct {
 	outcomeRec [numOutcomes][]metric.RecordOption
 	outcomeAdd [numOutcomes][]metric.AddOption
 	dialRec    [numDialResults][]metric.RecordOption
+	states     stateAttrs
 }
 
 // New returns a Recorder using tp and mp; nil means the otel global
 // provider of that kind, looked up on every use as otel does.
 func New(tp trace.TracerProvider, mp metric.MeterProvider) (*Recorder, error) {
 	tp, mp = providers(tp, mp)
-	r := &Recorder{tracer: tp.Tracer(ScopeName)}
+	r := &Recorder{tracer: tp.Tracer(ScopeName), states: newStateAttrs()}
 	m := mp.Meter(ScopeName)
 	var err error
 	if r.waitHist, err = m.Float64Histogram("clusterpool.wait.duration", metric.WithUnit("s"),
@@ -179,21 +180,21 @@ func (r *Recorder) EndDial(span trace.Span, res DialResult, took time.Duration, 
 
 // ClusterAdded counts a new cluster in the given breaker state.
 func (r *Recorder) ClusterAdded(state string) {
-	r.clusters.Add(context.Background(), 1, metric.WithAttributes(BreakerStateKey.String(state)))
+	r.clusters.Add(context.Background(), 1, r.states.stateOpt(state)...)
 }
 
 // ClusterRemoved stops counting a cluster in the given breaker state.
 func (r *Recorder) ClusterRemoved(state string) {
-	r.clusters.Add(context.Background(), -1, metric.WithAttributes(BreakerStateKey.String(state)))
+	r.clusters.Add(context.Background(), -1, r.states.stateOpt(state)...)
 }
 
 // Transition records a breaker state change: the metrics, and an event on
 // span when it is recording (span may be nil).
 func (r *Recorder) Transition(span trace.Span, cluster, from, to string, openFor time.Duration) {
 	ctx := context.Background()
-	r.clusters.Add(ctx, -1, metric.WithAttributes(BreakerStateKey.String(from)))
-	r.clusters.Add(ctx, 1, metric.WithAttributes(BreakerStateKey.String(to)))
-	r.transitions.Add(ctx, 1, metric.WithAttributes(FromStateKey.String(from), ToStateKey.String(to)))
+	r.clusters.Add(ctx, -1, r.states.stateOpt(from)...)
+	r.clusters.Add(ctx, 1, r.states.stateOpt(to)...)
+	r.transitions.Add(ctx, 1, r.states.transOpt(from, to)...)
 	if span != nil && span.IsRecording() {
 		attrs := []attribute.KeyValue{ClusterKey.String(cluster), FromStateKey.String(from), ToStateKey.String(to)}
 		if openFor > 0 {

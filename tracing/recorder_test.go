@@ -3,9 +3,11 @@ package tracing
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/clusterpool/clusterpool/breaker"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -100,3 +102,31 @@ func TestNoopWaitCostsTheNoopCost(t *testing.T) {
 }
 
 var noopSC trace.SpanContext
+
+// Counting clusters and transitions between the breaker's states builds no
+// attribute set: with no-op providers it allocates nothing.
+func TestTransitionAllocatesNothing(t *testing.T) {
+	r, err := New(noop.NewTracerProvider(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		r.ClusterAdded("closed")
+		r.Transition(nil, "a", "closed", "open", time.Second)
+		r.Transition(nil, "a", "open", "half-open", 0)
+		r.ClusterRemoved("half-open")
+	}); n != 0 {
+		t.Errorf("allocs per transition %v, want 0", n)
+	}
+}
+
+// BreakerStates are the names the breaker reports.
+func TestBreakerStatesAreTheBreakersNames(t *testing.T) {
+	var want []string
+	for _, s := range []breaker.State{breaker.StateClosed, breaker.StateHalfOpen, breaker.StateOpen} {
+		want = append(want, s.String())
+	}
+	if !slices.Equal(BreakerStates, want) {
+		t.Errorf("BreakerStates = %q, breaker's names %q", BreakerStates, want)
+	}
+}
