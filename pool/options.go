@@ -20,10 +20,12 @@ const (
 	// DefaultMaxTotalDials is Cluster API's --clustercache-concurrency
 	// default: ClusterCache connects with 100 workers.
 	DefaultMaxTotalDials = 100
-	// DefaultMaxSlowDials is the default of Options.MaxSlowDials: as many
-	// hanging dials as normal ones, so that a fleet with many dead clusters
-	// dials them no faster than ClusterCache's 100 workers do.
-	DefaultMaxSlowDials = 100
+	// DefaultMaxSlowDials is the default of Options.MaxSlowDials: half the
+	// default normal lane. Dials of clusters known to fail hold at most
+	// half of the normal lane too, so at most 100 dials of dead clusters
+	// hang at once, and a fleet with many dead clusters dials them no
+	// faster than ClusterCache's 100 workers do (100 per DialTimeout).
+	DefaultMaxSlowDials = 50
 )
 
 // MaxDuration bounds every duration of Options and Overrides: a longer one
@@ -67,7 +69,7 @@ type Options[K comparable, C any] struct {
 	// MaxWait; 4×MaxWait before any dial succeeded) moves out of the normal
 	// lane into this one, where it goes on until its deadline without
 	// holding up first dials of other clusters. Zero means
-	// DefaultMaxSlowDials (100); when the slow lane is full, slow dials stay
+	// DefaultMaxSlowDials (50); when the slow lane is full, slow dials stay
 	// in the normal lane.
 	MaxSlowDials int64
 
