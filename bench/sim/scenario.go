@@ -56,7 +56,7 @@ func Scenarios() []Scenario {
 	}
 	for _, at := range []time.Duration{2 * time.Minute, 10 * time.Minute} {
 		s = append(s, Scenario{Name: "3-recovery", Clusters: 100, Objects: 20, Dead: 0.2,
-			RecoverAt: at, Duration: at + RecoverSpread + 10*time.Minute, Variants: []string{"clusterpool-maxopen5m"}})
+			RecoverAt: at, Duration: at + RecoverSpread + 10*time.Minute, Variants: []string{"clusterpool-maxopen5m", "clusterpool-nojitter"}})
 	}
 	s = append(s,
 		Scenario{Name: "4-flapping", Clusters: 100, Objects: 20, Flap: 0.1, FlapPeriod: 30 * time.Second,

@@ -24,7 +24,7 @@ func main() {
 
 func run() error {
 	var cfg sim.Config
-	flag.Float64Var(&cfg.Scale, "scale", 0.01, "time-scale factor applied to every duration of the model")
+	flag.Float64Var(&cfg.Scale, "scale", DefaultScale, "time-scale factor applied to every duration of the model")
 	flag.IntVar(&cfg.Workers, "workers", 10, "reconcile workers (MaxConcurrentReconciles)")
 	flag.Uint64Var(&cfg.Seed, "seed", 1, "seed of the fault layout and queue order")
 	only := flag.String("run", "", "regexp: run only the scenarios whose name matches")
