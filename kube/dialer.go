@@ -35,8 +35,10 @@ const (
 type DialerOptions struct {
 	// Scheme maps Go types to kinds. nil means client-go's scheme.
 	Scheme *runtime.Scheme
-	// RequestTimeout is the REST config's per-request timeout. Zero means
-	// 10s.
+	// RequestTimeout is the REST config's per-request timeout, for the
+	// requests of the cluster's clients. The cache's lists and watches do
+	// not have it (a watch would end after it and be re-established); they
+	// end when the cluster is stopped. Zero means 10s.
 	RequestTimeout time.Duration
 	// QPS and Burst rate-limit each cluster's clients. Zero means 20 and 30.
 	QPS   float32

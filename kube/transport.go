@@ -125,7 +125,12 @@ func (t *classTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 func (t *classTransport) WrappedRoundTripper() http.RoundTripper { return t.next }
 
 // informerClient returns an HTTP client sharing hc's transport whose
-// requests are Exempt: the cache's lists and watches.
+// requests are Exempt: the cache's lists and watches. It has no Timeout:
+// client-go sends an HTTP client's Timeout as every watch's timeout, and
+// http.Client.Timeout cuts a response body, so RequestTimeout would end
+// every watch after 10 s to be re-established at once. A list or watch of
+// a cluster that stops answering ends when the cluster is stopped (its
+// breaker opened), which closes its connections.
 func informerClient(hc *http.Client) *http.Client {
-	return &http.Client{Transport: &classTransport{next: hc.Transport, class: reqguard.Exempt}, Timeout: hc.Timeout}
+	return &http.Client{Transport: &classTransport{next: hc.Transport, class: reqguard.Exempt}}
 }
