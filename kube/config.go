@@ -55,6 +55,12 @@ var ErrInvalidKubeconfig = errors.New("kube: invalid kubeconfig")
 // auth-provider plugins, file references, insecure TLS, proxies and
 // impersonation. A refused Secret is a failed dial like any other.
 type SecretSource struct {
+	// Reader reads the Secrets. Prefer a cached reader, such as the
+	// manager's client, whose Secret informer SecretWatcher shares: an
+	// uncached one (mgr.GetAPIReader) costs a GET per dial under the
+	// manager's client-side rate limit (client-go's default is 5 per
+	// second, burst 10), which in bench/peers spread the first connects of
+	// 32 clusters over 5.8 s instead of 0.1 s.
 	Reader client.Reader
 	// Policy is what a kubeconfig may use beyond inline data; the zero
 	// value allows nothing (see KubeconfigPolicy).

@@ -37,7 +37,7 @@ const (
 // not own, enqueues a cluster when s gains it, takes clients through a
 // shard.Getter, and s removes lost clusters from the pool.
 func wireController(mgr manager.Manager, stats *Stats, mp metric.MeterProvider, s *shard.Sharder) (*pool.Pool[client.ObjectKey, *kube.Cluster], error) {
-	src := countingSource{ConfigSource: kube.SecretSource{Reader: mgr.GetAPIReader()}, stats: stats}
+	src := countingSource{ConfigSource: kube.SecretSource{Reader: mgr.GetClient()}, stats: stats}
 	dialer, err := kube.NewDialer(src, kube.DialerOptions{
 		Scheme: scheme, ReadyzTimeout: 2 * time.Second, WatchTypes: []client.Object{&corev1.ConfigMap{}},
 		Requests: kube.RequestOptions{MeterProvider: mp}, // bulkhead, first-byte deadline, passive health: defaults

@@ -38,7 +38,7 @@ func main() {
 }
 
 func setup(_ context.Context, mgr manager.Manager, plan workload.Plan) (workload.Strategy, func(*builder.Builder) *builder.Builder, error) {
-	d, err := kube.NewDialer(kube.SecretSource{Reader: mgr.GetAPIReader()}, kube.DialerOptions{Scheme: scheme.Scheme})
+	d, err := kube.NewDialer(kube.SecretSource{Reader: mgr.GetClient()}, kube.DialerOptions{Scheme: scheme.Scheme})
 	if err != nil {
 		return workload.Strategy{}, nil, err
 	}
