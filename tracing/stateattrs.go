@@ -23,9 +23,9 @@ type stateAttrs struct {
 func newStateAttrs() stateAttrs {
 	a := stateAttrs{state: map[string][]metric.AddOption{}, trans: map[[2]string][]metric.AddOption{}}
 	for _, from := range BreakerStates {
-		a.state[from] = stateOpt(from)
+		a.state[from] = buildStateOpt(from)
 		for _, to := range BreakerStates {
-			a.trans[[2]string{from, to}] = transitionOpt(from, to)
+			a.trans[[2]string{from, to}] = buildTransOpt(from, to)
 		}
 	}
 	return a
@@ -36,7 +36,7 @@ func (a *stateAttrs) stateOpt(state string) []metric.AddOption {
 	if o, ok := a.state[state]; ok {
 		return o
 	}
-	return stateOpt(state)
+	return buildStateOpt(state)
 }
 
 // transOpt returns the options of a breaker.transitions count.
@@ -44,13 +44,13 @@ func (a *stateAttrs) transOpt(from, to string) []metric.AddOption {
 	if o, ok := a.trans[[2]string{from, to}]; ok {
 		return o
 	}
-	return transitionOpt(from, to)
+	return buildTransOpt(from, to)
 }
 
-func stateOpt(state string) []metric.AddOption {
+func buildStateOpt(state string) []metric.AddOption {
 	return []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(BreakerStateKey.String(state)))}
 }
 
-func transitionOpt(from, to string) []metric.AddOption {
+func buildTransOpt(from, to string) []metric.AddOption {
 	return []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(FromStateKey.String(from), ToStateKey.String(to)))}
 }

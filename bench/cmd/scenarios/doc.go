@@ -5,7 +5,7 @@
 //	go run ./bench/cmd/scenarios -json bench/results/scenarios.json
 //
 // It runs at DefaultScale (3/100: 100 ms of reconcile work is 3 ms of real
-// time, ~10 min in all). The models' fixed real-time costs (scheduling,
+// time, ~8 min in all). The models' fixed real-time costs (scheduling,
 // timers, the library's own code under the clusterpool model) are
 // magnified by 1/scale: at 1/100 they made a 1 µs cost look like 100 µs,
 // and the same strategy's healthy throughput varied by up to 20 % from run
