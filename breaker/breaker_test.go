@@ -192,9 +192,19 @@ func TestJitterStaysInBounds(t *testing.T) {
 		t.Fatalf("jitter produced only %d distinct periods in 200", len(seen))
 	}
 	for range 200 {
-		if d := openPeriod(30, base, time.Minute, DefaultJitter); d > time.Minute || d < time.Minute*8/10 {
-			t.Fatalf("capped period %v outside [48s, 1m]", d)
+		if d := openPeriod(2, base, 25*time.Second, DefaultJitter); d > 25*time.Second || d < 16*time.Second {
+			t.Fatalf("period below the cap %v outside [16s, 25s]", d)
 		}
+	}
+	// At the cap the period is exact: a dead cluster is probed once per
+	// MaxOpenTimeout, never more often.
+	for _, n := range []uint32{4, 30} {
+		if d := openPeriod(n, base, time.Minute, DefaultJitter); d != time.Minute {
+			t.Fatalf("period #%d at the cap = %v, want exactly 1m", n, d)
+		}
+	}
+	if d := openPeriod(1, time.Minute, time.Minute, DefaultJitter); d != time.Minute {
+		t.Fatalf("a first period that is the cap (a Trip) = %v, want exactly 1m", d)
 	}
 }
 

@@ -3,7 +3,9 @@
 // A Breaker wraps a [gobreaker.TwoStepCircuitBreaker] (github.com/sony/gobreaker/v2)
 // and adds what a dial gate needs and gobreaker lacks: an open period that starts
 // at [Settings.OpenTimeout], doubles with ±20 % jitter after every failed
-// half-open probe and never exceeds [Settings.MaxOpenTimeout], and state changes
+// half-open probe and never exceeds [Settings.MaxOpenTimeout] (a period at the
+// cap is exact, so the cap bounds both the probe rate and the time to notice a
+// recovery), and state changes
 // returned to the caller as values instead of callbacks run under a lock.
 //
 // gobreaker keeps the counts, classifies outcomes and owns the half-open

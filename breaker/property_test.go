@@ -18,7 +18,7 @@ import (
 //     state the breaker was in;
 //   - the breaker opens after exactly ConsecutiveFailures counted failures
 //     in a row of tickets issued while closed;
-//   - the n-th open period in a row is base·2^(n-1) capped, ±jitter, capped;
+//   - the n-th open period in a row is base·2^(n-1) ±jitter, capped; exact at the cap;
 //   - while open it rejects until the period ends, then grants exactly one
 //     probe at a time.
 func TestBreakerProperties(t *testing.T) {
@@ -181,6 +181,12 @@ func (m *model) checkOpenFor(rt *rapid.T, d time.Duration) {
 		nominal *= 2
 	}
 	nominal = min(nominal, m.s.MaxOpenTimeout)
+	if nominal == m.s.MaxOpenTimeout { // exact at the cap
+		if d != nominal {
+			rt.Fatalf("open period #%d = %v at the cap, want exactly %v", m.opens, d, nominal)
+		}
+		return
+	}
 	lo := time.Duration(float64(nominal) * (1 - m.s.Jitter))
 	hi := min(time.Duration(float64(nominal)*(1+m.s.Jitter)), m.s.MaxOpenTimeout)
 	if d < lo-1 || d > hi+1 || d > m.s.MaxOpenTimeout {

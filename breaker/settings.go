@@ -30,18 +30,21 @@ type Settings struct {
 
 	// MaxOpenTimeout caps the open period, which doubles after every failed
 	// probe. Zero means DefaultMaxOpenTimeout (30s, or OpenTimeout if that is
-	// longer). It must not be below OpenTimeout. The cap is the worst-case
-	// delay between a dead cluster coming back and the pool noticing (plus
-	// jitter), and one probe per cap (plus the probe's own hang) is the
-	// steady cost of a dead cluster: 30s with a 10 s dial timeout means one
-	// dial per 35–40 s, ≈ 95 per hour, close to Cluster API's ClusterCache
-	// (a 10 s connect timeout, then its fixed 30 s retry: 90 per hour).
+	// longer). It must not be below OpenTimeout. A period at the cap is exact
+	// (not jittered), so the cap is the worst-case delay between a dead
+	// cluster coming back and the pool noticing, and one probe per cap (plus
+	// the probe's own hang) is the steady cost of a dead cluster: 30s with a
+	// 10 s dial timeout means one dial per 40 s, 90 per hour, as Cluster
+	// API's ClusterCache (a 10 s connect timeout, then its fixed 30 s
+	// retry).
 	MaxOpenTimeout time.Duration
 
-	// Jitter is the fraction by which every open period is randomly
-	// lengthened or shortened, so that clusters that failed together do not
-	// probe together. Zero means DefaultJitter (0.2, that is ±20 %); it must
-	// be below 1. Set DisableJitter for exact periods.
+	// Jitter is the fraction by which every open period below
+	// MaxOpenTimeout is randomly lengthened or shortened (and capped at
+	// MaxOpenTimeout), so that clusters that failed together do not probe
+	// together while their periods grow; periods at the cap are exact and
+	// keep that spread. Zero means DefaultJitter (0.2, that is ±20 %); it
+	// must be below 1. Set DisableJitter for exact periods.
 	Jitter float64
 
 	// DisableJitter makes every open period exact (Jitter is ignored).

@@ -38,7 +38,7 @@
 //     Get rejects at once with ErrCircuitOpen without calling the dialer,
 //     and the pool runs the half-open probe in the background when the open
 //     period ends (or at once on Probe); every probe ends in a decision, and
-//     the open period doubles (with jitter, capped) after every failed one.
+//     the open period doubles (with jitter, capped; exact at the cap) after every failed one.
 //     A dial or probe that hung until its deadline opens the breaker at
 //     once for its longest period (breaker.Trip).
 //   - No user callback (dialer, OnClose, IsFailure, FormatKey, ForKey) runs

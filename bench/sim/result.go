@@ -42,8 +42,10 @@ type Result struct {
 	Requeues          int     `json:"requeues"`
 	Errors            int     `json:"errors"`
 	Dials             int64   `json:"dials"`
-	Probes            int64   `json:"probes"`
-	Clients           int     `json:"clients_at_end"`
+	// DeadDials: the dials of a cluster that was unreachable at the time.
+	DeadDials int64 `json:"dead_dials"`
+	Probes    int64 `json:"probes"`
+	Clients   int   `json:"clients_at_end"`
 	// RecoveryMean / RecoveryMax: from a dead cluster's recovery until all
 	// its objects reconciled successfully again, mean and max over the
 	// recovering clusters.
@@ -59,7 +61,7 @@ func (r *run) result(strategy string, elapsed time.Duration, clients int, mem me
 	sc := r.sc
 	res := Result{Scenario: sc.Name, Strategy: strategy, Clusters: sc.Clusters, Objects: sc.Objects,
 		Dead: sc.Dead, Flap: sc.Flap, Seconds: elapsed.Seconds(), Down: sc.RecoverAt.Seconds(), AllReconciled: -1,
-		Dials: r.w.dials.Load(), Probes: r.w.probes.Load(), Clients: clients}
+		Dials: r.w.dials.Load(), DeadDials: r.w.deadDials.Load(), Probes: r.w.probes.Load(), Clients: clients}
 	var all []time.Duration
 	var healthy, steady int
 	for _, st := range r.stats {
@@ -138,7 +140,7 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 func WriteTable(w io.Writer, results []Result) error {
 	cols := []string{"scenario", "strategy", "clusters", "dead", "all reconciled", "healthy/s",
 		"steady/s", "mean ms", "p50 ms", "p99 ms", "blocked worker-s", "hung worker-s", "requeues", "errors",
-		"dials", "recovery mean/max s", "bytes/cluster", "goroutines"}
+		"dials", "dead dials", "recovery mean/max s", "bytes/cluster", "goroutines"}
 	var b strings.Builder
 	b.WriteString("| " + strings.Join(cols, " | ") + " |\n|")
 	for range cols {
@@ -150,7 +152,7 @@ func WriteTable(w io.Writer, results []Result) error {
 			secs(r.AllReconciled, r.Seconds), fmt.Sprintf("%.1f", r.HealthyPerSec), optional(r.SteadyPerSec, "%.1f"),
 			fmt.Sprintf("%.0f", r.MeanMs), fmt.Sprintf("%.0f", r.P50Ms), fmt.Sprintf("%.0f", r.P99Ms),
 			fmt.Sprintf("%.0f", r.BlockedWorkerSeconds), fmt.Sprintf("%.0f", r.HungWorkerSeconds), fmt.Sprint(r.Requeues), fmt.Sprint(r.Errors),
-			fmt.Sprint(r.Dials), recov(r), optional(r.BytesPerCluster, "%.0f"), optInt(r.Goroutines, r.BytesPerCluster != 0)}
+			fmt.Sprint(r.Dials), fmt.Sprint(r.DeadDials), recov(r), optional(r.BytesPerCluster, "%.0f"), optInt(r.Goroutines, r.BytesPerCluster != 0)}
 		b.WriteString("| " + strings.Join(row, " | ") + " |\n")
 	}
 	_, err := io.WriteString(w, b.String())

@@ -59,8 +59,9 @@ type World struct {
 	recoverAt  []time.Duration // of Dead clusters; 0 means never
 	flapPeriod time.Duration
 
-	dials  atomic.Int64
-	probes atomic.Int64
+	dials     atomic.Int64
+	deadDials atomic.Int64 // dials of a cluster unreachable at the time
+	probes    atomic.Int64
 }
 
 // RecoverSpread: a Dead cluster of a scenario with RecoverAt becomes
@@ -144,6 +145,9 @@ func (w *World) sleep(ctx context.Context, d time.Duration) error {
 // unreachable.
 func (w *World) Dial(ctx context.Context, c int) (*Client, error) {
 	w.dials.Add(1)
+	if !w.Reachable(c) {
+		w.deadDials.Add(1)
+	}
 	if err := w.call(ctx, c, DialLatency, DialTimeout); err != nil {
 		return nil, fmt.Errorf("dial: %w", err)
 	}
