@@ -119,7 +119,7 @@ clean:
 	rm -rf $(BIN)
 
 ## bench-scenarios: the controller simulation (bench/sim): every scenario with
-## CCT, ClusterCache and clusterpool in one process (~8 min at scale 0.03), one table to
+## CCT, ClusterCache and clusterpool in one process (~10 min at scale 0.03, the herd in real time), one table to
 ## stdout and bench/results/scenarios.md, JSON and a plot under bench/results/.
 bench-scenarios:
 	@mkdir -p bench/results

@@ -1,6 +1,7 @@
 // Package sim is the controller simulation behind `make bench-scenarios`: a
-// workload controller (a real client-go rate-limiting workqueue with
-// controller-runtime's default rate limiter and result handling, N workers,
+// workload controller (controller-runtime's real priority queue, its
+// default since v0.22, or with Config.LegacyQueue client-go's rate-limiting
+// workqueue; controller-runtime's default rate limiter and result handling; N workers,
 // objects that each get their cluster's client and do a fixed amount of
 // work) run against a simulated fleet with one of three ways of getting
 // clients:

@@ -24,6 +24,8 @@ type Result struct {
 
 	// AllReconciled: until every measured object reconciled successfully once.
 	AllReconciled float64 `json:"all_reconciled_s"`
+	// Scale is the time scale the run ran at (see Scenario.MinScale).
+	Scale float64 `json:"scale"`
 	// HealthyPerSec: successful reconciles of healthy clusters' objects per
 	// second over the run; SteadyPerSec over its second half.
 	HealthyPerSec float64 `json:"healthy_per_s"`
@@ -60,7 +62,7 @@ type Result struct {
 func (r *run) result(strategy string, elapsed time.Duration, clients int, mem memSample) Result {
 	sc := r.sc
 	res := Result{Scenario: sc.Name, Strategy: strategy, Clusters: sc.Clusters, Objects: sc.Objects,
-		Dead: sc.Dead, Flap: sc.Flap, Seconds: elapsed.Seconds(), Down: sc.RecoverAt.Seconds(), AllReconciled: -1,
+		Dead: sc.Dead, Flap: sc.Flap, Seconds: elapsed.Seconds(), Down: sc.RecoverAt.Seconds(), AllReconciled: -1, Scale: r.cfg.Scale,
 		Dials: r.w.dials.Load(), DeadDials: r.w.deadDials.Load(), Probes: r.w.probes.Load(), Clients: clients}
 	var all []time.Duration
 	var healthy, steady int

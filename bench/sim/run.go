@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/time/rate"
 	"k8s.io/client-go/util/workqueue"
 )
 
@@ -21,6 +20,10 @@ type Config struct {
 	// Seed lays out the faults and the initial queue order; every strategy
 	// of a scenario sees the same layout.
 	Seed uint64
+	// LegacyQueue runs every controller on client-go's rate-limiting
+	// workqueue instead of controller-runtime's default priority queue
+	// (see World.newQueue).
+	LegacyQueue bool
 }
 
 func (c Config) withDefaults() Config {
@@ -33,8 +36,8 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// run is one strategy on one scenario: a workload controller (client-go
-// workqueue, controller-runtime's default rate limiter and result handling,
+// run is one strategy on one scenario: a workload controller
+// (controller-runtime's queue, default rate limiter and result handling,
 // cfg.Workers workers) whose reconciles get the cluster's client from the
 // strategy and do Work with it.
 type run struct {
@@ -70,6 +73,7 @@ type workerStats struct {
 // Run runs strategy on sc and returns its figures.
 func Run(ctx context.Context, sc Scenario, strategy string, cfg Config) (Result, error) {
 	cfg = cfg.withDefaults()
+	cfg.Scale = max(cfg.Scale, sc.MinScale)
 	r := &run{sc: sc, cfg: cfg, allOK: make(chan struct{}),
 		w:       newWorld(sc.Clusters, sc.Dead, sc.Flap, sc.RecoverAt, sc.FlapPeriod, cfg.Scale, cfg.Seed),
 		firstOK: make([]atomic.Int64, sc.Clusters*sc.Objects),
@@ -79,14 +83,14 @@ func Run(ctx context.Context, sc Scenario, strategy string, cfg Config) (Result,
 			r.pending.Add(1)
 		}
 	}
-	r.q = workqueue.NewTypedRateLimitingQueue(defaultControllerRateLimiter[int](r.w))
+	r.q = r.w.newQueue(cfg.LegacyQueue)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r.ctx = ctx
 
 	before := sample()
 	r.w.start = time.Now()
-	s, err := newStrategy(strategy, Env{World: r.w, Enqueue: r.enqueue})
+	s, err := newStrategy(strategy, Env{World: r.w, Enqueue: r.enqueue, LegacyQueue: cfg.LegacyQueue})
 	if err != nil {
 		r.q.ShutDown()
 		return Result{}, err
@@ -239,15 +243,4 @@ func sample() memSample {
 
 func (m memSample) minus(o memSample) memSample {
 	return memSample{bytes: m.bytes - o.bytes, goroutines: m.goroutines - o.goroutines}
-}
-
-// defaultControllerRateLimiter is controller-runtime's default
-// (workqueue.DefaultTypedControllerRateLimiter: per-item exponential 5 ms to
-// 1000 s, max'ed with a 10 qps / burst 100 bucket), with the world's scale
-// applied to its durations and rate.
-func defaultControllerRateLimiter[T comparable](w *World) workqueue.TypedRateLimiter[T] {
-	return workqueue.NewTypedMaxOfRateLimiter(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[T](w.Scaled(5*time.Millisecond), w.Scaled(1000*time.Second)),
-		&workqueue.TypedBucketRateLimiter[T]{Limiter: rate.NewLimiter(rate.Limit(10/w.scale), 100)},
-	)
 }

@@ -27,6 +27,7 @@ func run() error {
 	flag.Float64Var(&cfg.Scale, "scale", DefaultScale, "time-scale factor applied to every duration of the model")
 	flag.IntVar(&cfg.Workers, "workers", 10, "reconcile workers (MaxConcurrentReconciles)")
 	flag.Uint64Var(&cfg.Seed, "seed", 1, "seed of the fault layout and queue order")
+	flag.BoolVar(&cfg.LegacyQueue, "legacy-queue", false, "run the controllers on client-go's workqueue instead of controller-runtime's priority queue")
 	only := flag.String("run", "", "regexp: run only the scenarios whose name matches")
 	strategies := flag.String("strategies", "", "comma-separated strategies to run (of "+strings.Join(sim.Strategies(), ", ")+
 		"); empty means each scenario's own: the base three and its tuned variants")
@@ -63,8 +64,18 @@ func run() error {
 		}
 	}
 	wall := time.Since(start)
-	fmt.Printf("Scale %g (figures in unscaled seconds), %d workers, seed %d, %s, GOMAXPROCS %d; wall time %.0f s.\n\n",
-		cfg.Scale, cfg.Workers, cfg.Seed, runtime.Version(), runtime.GOMAXPROCS(0), wall.Seconds())
+	queue := "controller-runtime's priority queue"
+	if cfg.LegacyQueue {
+		queue = "client-go's workqueue"
+	}
+	fmt.Printf("Scale %g (figures in unscaled seconds), %d workers, %s, seed %d, %s, GOMAXPROCS %d; wall time %.0f s.\n",
+		cfg.Scale, cfg.Workers, queue, cfg.Seed, runtime.Version(), runtime.GOMAXPROCS(0), wall.Seconds())
+	for _, sc := range sim.Scenarios() {
+		if re.MatchString(sc.Name) && sc.MinScale > cfg.Scale {
+			fmt.Printf("%s runs at scale %g (its MinScale).\n", sc.Name, sc.MinScale)
+		}
+	}
+	fmt.Println()
 	if err := sim.WriteTable(os.Stdout, results); err != nil {
 		return err
 	}
@@ -76,12 +87,13 @@ func run() error {
 	b, err := json.MarshalIndent(struct {
 		Scale    float64      `json:"scale"`
 		Workers  int          `json:"workers"`
+		Legacy   bool         `json:"legacy_queue,omitempty"`
 		Seed     uint64       `json:"seed"`
 		Go       string       `json:"go"`
 		Procs    int          `json:"gomaxprocs"`
 		WallSecs float64      `json:"wall_seconds"`
 		Results  []sim.Result `json:"results"`
-	}{cfg.Scale, cfg.Workers, cfg.Seed, runtime.Version(), runtime.GOMAXPROCS(0), wall.Seconds(), results}, "", "  ")
+	}{cfg.Scale, cfg.Workers, cfg.LegacyQueue, cfg.Seed, runtime.Version(), runtime.GOMAXPROCS(0), wall.Seconds(), results}, "", "  ")
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,41 @@
+package sim
+
+import (
+	"time"
+
+	"golang.org/x/time/rate"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+)
+
+// newQueue returns a controller's queue as controller-runtime builds it
+// with its default rate limiter: its priority queue (the default since
+// v0.22; Cluster API v1.14's ClusterCache runs on it too), or with
+// legacy the client-go rate-limiting workqueue of older releases.
+//
+// They differ in how a requeue meets a later add: the priority queue keeps
+// one entry per item, ready at the earliest of the times asked, so a
+// reconcile that returned RequeueAfter and whose object is then added by an
+// event runs once; the workqueue keeps the delayed add apart and reconciles
+// the object again when it fires. Every item has one priority here: the
+// model does not use controller-runtime's low priority for the initial
+// list (bench/peers runs the real controllers, priorities included).
+func (w *World) newQueue(legacy bool) workqueue.TypedRateLimitingInterface[int] {
+	if legacy {
+		return workqueue.NewTypedRateLimitingQueue(defaultControllerRateLimiter[int](w))
+	}
+	return priorityqueue.New("", func(o *priorityqueue.Opts[int]) { // "": no metrics
+		o.RateLimiter = defaultControllerRateLimiter[int](w)
+	})
+}
+
+// defaultControllerRateLimiter is controller-runtime's default
+// (workqueue.DefaultTypedControllerRateLimiter: per-item exponential 5 ms to
+// 1000 s, max'ed with a 10 qps / burst 100 bucket), with the world's scale
+// applied to its durations and rate.
+func defaultControllerRateLimiter[T comparable](w *World) workqueue.TypedRateLimiter[T] {
+	return workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[T](w.Scaled(5*time.Millisecond), w.Scaled(1000*time.Second)),
+		&workqueue.TypedBucketRateLimiter[T]{Limiter: rate.NewLimiter(rate.Limit(10/w.scale), 100)},
+	)
+}
