@@ -60,11 +60,13 @@ type RequestOptions struct {
 	Disable bool
 	// MaxInFlight caps the cluster's counted requests in flight once it
 	// shows it is not answering: a first-byte timeout since its last
-	// answer, or MaxInFlight requests late (waiting longer than its
-	// retransmission timeout, its smoothed latency plus four deviations;
-	// MinFirstByte before its first answer). One more then fails at once
-	// with ErrBulkheadFull. A busy healthy cluster, and a burst to one that
-	// was idle or has just connected, are not throttled.
+	// answer, or MaxInFlight requests late: sent since its last answer and
+	// waiting longer than its retransmission timeout (its smoothed latency
+	// plus four deviations, at least MinFirstByte/10; MinFirstByte before
+	// its first answer). One more then fails at once with ErrBulkheadFull.
+	// A busy healthy cluster, a burst to one that was idle or has just
+	// connected, and one answering slower than usual but answering, are not
+	// throttled.
 	// Zero means DefaultMaxInFlight (3).
 	MaxInFlight int
 	// DisableBulkhead removes the cap.

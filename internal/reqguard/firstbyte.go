@@ -54,8 +54,9 @@ func (g *Guard) firstByteFired(f *Flight) {
 }
 
 // FirstByte records that the response headers arrived: the first-byte
-// deadline no longer applies, and the latency feeds the cluster's estimate
-// and resets its timeouts. It does nothing after the deadline passed.
+// deadline no longer applies, the cluster answered (see responsiveLocked),
+// and a Counted request's latency feeds the cluster's estimate and resets
+// its timeouts. It does nothing after the deadline passed.
 func (f *Flight) FirstByte() {
 	g := f.g
 	g.mu.Lock()
@@ -64,6 +65,7 @@ func (f *Flight) FirstByte() {
 		return
 	}
 	f.headers = true
+	g.lastAnswer = time.Now()
 	if f.timer != nil {
 		f.timer.Stop()
 	}

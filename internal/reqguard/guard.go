@@ -84,6 +84,8 @@ type Guard struct {
 	flights map[*Flight]struct{}
 	counted int
 	est     estimator
+	// lastAnswer is when response headers last arrived, of any request.
+	lastAnswer time.Time
 	// timeouts counts first-byte timeouts since the last answer (see
 	// firstbyte.go), as the pool halves a failing cluster's wait bound.
 	timeouts int
@@ -170,18 +172,21 @@ func (g *Guard) Responsive() bool {
 // responsiveLocked reports whether the cluster is answering as it
 // usually does, so that the bulkhead lets counted requests past its cap: no
 // first-byte timeout since its last answer, and fewer than the cap of its
-// requests in flight are late (see lateAfterLocked). The cap is for a
-// cluster that stopped answering, and holds on evidence only: a busy
-// healthy cluster is not throttled, nor is a burst of requests to a cluster
-// that was idle or has just connected; a cluster that stops answering is
-// held to the cap once cap requests are late or one timed out.
+// requests in flight are late: sent no earlier than the last answer and
+// waiting longer than lateAfterLocked. The cap is for a cluster that
+// stopped answering, and holds on evidence only: a busy healthy cluster is
+// not throttled, nor is a burst of requests to a cluster that was idle or
+// has just connected, nor a cluster that answers slower than its first
+// answers but still answers (a request sent before an answer that came is
+// not a sign that the cluster stopped); a cluster that stops answering is
+// held to the cap once cap requests sent since are late, or one timed out.
 func (g *Guard) responsiveLocked(now time.Time) bool {
 	if g.timeouts > 0 {
 		return false
 	}
 	after, late := g.lateAfterLocked(), 0
 	for f := range g.flights {
-		if f.class == Counted && now.Sub(f.start) > after {
+		if f.class == Counted && now.Sub(f.start) > after && !f.start.Before(g.lastAnswer) {
 			late++
 		}
 	}
@@ -190,11 +195,13 @@ func (g *Guard) responsiveLocked(now time.Time) bool {
 
 // lateAfterLocked is how long a Counted request may wait for its answer
 // before it counts as late: the cluster's retransmission timeout (smoothed
-// latency plus four deviations), or, before any answer, the first-byte
-// floor MinFirstByte (MaxFirstByte if that rule is off).
+// latency plus four deviations) but at least a tenth of MinFirstByte (200
+// ms with kube's default, Linux's minimum TCP retransmission timeout: a few
+// fast answers must not make a burst's first 20 ms look like an outage),
+// or, before any answer, MinFirstByte (MaxFirstByte if that rule is off).
 func (g *Guard) lateAfterLocked() time.Duration {
 	if rto := g.est.rto(); rto > 0 {
-		return rto
+		return max(rto, g.s.MinFirstByte/10)
 	}
 	if g.s.MinFirstByte > 0 {
 		return g.s.MinFirstByte

@@ -3,6 +3,7 @@ package reqguard
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -303,6 +304,57 @@ func TestBulkheadCapsLateRequestsOnly(t *testing.T) {
 			t.Fatalf("with 5 late requests and no answer: %v, want ErrBulkheadFull", err)
 		}
 		for _, f := range flights {
+			f.End(nil)
+		}
+	})
+}
+
+// A cluster that answers slower than it did at first (an apiserver under a
+// start-up burst) but keeps answering is not held: no request is late
+// before a tenth of MinFirstByte, nor if it was sent before the last
+// answer, however long it waits. Once the cluster stops answering, the
+// requests sent since become late and the cap holds.
+func TestBulkheadLetsSlowAnsweringClusterThrough(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g, _ := newGuard(t, Settings{MaxInFlight: 2, MinFirstByte: time.Second, MaxFirstByte: time.Minute})
+		begin := func(what string) *Flight {
+			t.Helper()
+			_, f, err := g.Begin(context.Background(), Counted)
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			return f
+		}
+		for range 8 { // fast answers: rto ≈ 10 ms
+			f := begin("learning")
+			time.Sleep(5 * time.Millisecond)
+			f.FirstByte()
+			f.End(nil)
+		}
+		var queue []*Flight
+		for range 10 { // a burst, answered in order, one every 20 ms
+			queue = append(queue, begin("burst"))
+		}
+		for i := range 10 {
+			time.Sleep(19 * time.Millisecond) // all waiting longer than the rto
+			queue = append(queue, begin(fmt.Sprintf("request after %d answers of the burst", i)))
+			time.Sleep(time.Millisecond)
+			queue[0].FirstByte()
+			queue[0].End(nil)
+			queue = queue[1:]
+		}
+		queue = append(queue, begin("sent with the last answer"), begin("sent with the last answer"))
+		g.mu.Lock()
+		late, timeouts := g.lateAfterLocked(), g.timeouts
+		g.mu.Unlock()
+		time.Sleep(late + time.Millisecond) // no answer since
+		if timeouts != 0 || g.FirstByteDeadline() <= late+time.Millisecond {
+			t.Fatal("first-byte timeouts would hold the cap: the test no longer checks lateness")
+		}
+		if _, _, err := g.Begin(context.Background(), Counted); !errors.Is(err, ErrBulkheadFull) {
+			t.Fatalf("no answer for %v, two requests sent since late: %v, want ErrBulkheadFull", late, err)
+		}
+		for _, f := range queue {
 			f.End(nil)
 		}
 	})
