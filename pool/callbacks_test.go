@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"sync/atomic"
@@ -346,5 +347,39 @@ func TestOverridesAndLimits(t *testing.T) {
 		}
 		dial.succeed()
 		f.stubborn.Store(false)
+	})
+}
+
+// A dialer whose own timeout fires a little before the pool's deadline
+// (client-go's 10 s beside DialTimeout 10 s) hung all the same: the breaker
+// opens at once for MaxOpenTimeout, as at the pool's deadline. A timeout
+// error after a short time (a 1 s connect timeout) is one plain failure.
+func TestDialerOwnTimeoutIsAHang(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		p := newPool(t, f, Options[string, *client]{DialTimeout: 10 * time.Second,
+			Breaker: breaker.Settings{DisableJitter: true}})
+		ownTimeout := fmt.Errorf("dial tcp: %w", context.DeadlineExceeded)
+		for _, tc := range []struct {
+			key   string
+			after time.Duration
+			open  bool
+		}{{"quick", time.Second, false}, {"hung", 10*time.Second - time.Millisecond, true}} {
+			start := time.Now()
+			res := getAsync(context.Background(), p, tc.key)
+			synctest.Wait()
+			d := f.next(t)
+			<-res // MaxWait is over long before
+			time.Sleep(time.Until(start.Add(tc.after)))
+			d.fail(ownTimeout)
+			synctest.Wait()
+			s := p.State(tc.key)
+			if open := s.Breaker == breaker.StateOpen; open != tc.open {
+				t.Fatalf("%s: timeout error after %v: breaker %v, want open=%v", tc.key, tc.after, s.Breaker, tc.open)
+			}
+			if tc.open && !s.NextProbe.Equal(start.Add(tc.after+breaker.DefaultMaxOpenTimeout)) {
+				t.Fatalf("%s: next probe %v after the failure, want %v", tc.key, s.NextProbe.Sub(start.Add(tc.after)), breaker.DefaultMaxOpenTimeout)
+			}
+		}
 	})
 }

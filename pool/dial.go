@@ -76,11 +76,27 @@ func (p *Pool[K, C]) runDial(c *call[K, C]) {
 		took: time.Since(time.Unix(0, c.started.Load()))}
 	if !r.canceled {
 		r.o = p.classify(&c.e.set, err)
-		if r.o == breaker.Failure && ctx.Err() == context.DeadlineExceeded {
-			r.o = breaker.Trip // hung until the pool's deadline
+		if r.o == breaker.Failure && hung(ctx, err, r.took, c.e.set.dialTimeout) {
+			r.o = breaker.Trip
 		}
 	}
 	p.finish(c, r)
+}
+
+// hung reports whether a failed dial hung: it ran until the pool's
+// deadline, or it ended with a timeout error (the dialer's own timeout, as
+// client-go's, which may fire a little before the pool's) after at least
+// half of dialTimeout. A quick timeout error (a short connect timeout) is a
+// plain failure.
+func hung(ctx context.Context, err error, took, dialTimeout time.Duration) bool {
+	if ctx.Err() == context.DeadlineExceeded {
+		return true
+	}
+	if took < dialTimeout/2 {
+		return false
+	}
+	var ne interface{ Timeout() bool }
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
 
 // expire settles c as a timeout failure at its deadline if the dialer has

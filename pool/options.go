@@ -46,8 +46,10 @@ type Options[K comparable, C any] struct {
 	// DialTimeout bounds one dial. The pool enforces it whatever the dialer
 	// does: at the deadline the dial is settled as a timeout failure and its
 	// permits are returned, even if the dialer ignores its context (its
-	// client, should it ever return one, goes to OnClose). Zero means
-	// DefaultDialTimeout (10s).
+	// client, should it ever return one, goes to OnClose). A dial that runs
+	// until the deadline, or fails with a timeout error (context's, or a
+	// net.Error's Timeout) after at least half of it, hung: it is a
+	// breaker.Trip. Zero means DefaultDialTimeout (10s).
 	DialTimeout time.Duration
 
 	// MaxConcurrentDials is how many dials of one cluster may run at once
