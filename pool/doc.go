@@ -38,10 +38,11 @@
 //     Get rejects at once with ErrCircuitOpen without calling the dialer,
 //     and the pool runs the half-open probe in the background when the open
 //     period ends (or at once on Probe); every probe ends in a decision, and
-//     the open period doubles (with jitter, capped; exact at the cap) after every failed one.
-//     A dial or probe that hung until its deadline (or ended with a
-//     timeout error of its own after at least half of DialTimeout) opens
-//     the breaker at once for its longest period (breaker.Trip).
+//     the open period doubles (with jitter, capped; exact at the cap) after
+//     every failed one. A dial or probe that hung until its deadline (or
+//     ended with a timeout error of its own after at least half of
+//     DialTimeout) opens the breaker at once for its longest period
+//     (breaker.Trip).
 //   - No user callback (dialer, OnClose, IsFailure, FormatKey, ForKey) runs
 //     with a pool lock held; a panic in one is recovered and counted.
 //   - Every client a dial returned is either cached, or passed to

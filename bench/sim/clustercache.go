@@ -51,7 +51,7 @@ type ccAccessor struct {
 func newClusterCache(env Env) (Strategy, error) {
 	w := env.World
 	s := &clusterCache{env: env, acc: make([]ccAccessor, len(w.faults)),
-		q: w.newQueue(env.LegacyQueue)}
+		q: w.newQueue()}
 	s.ctx, s.end = context.WithCancel(context.Background())
 	for c := range w.faults {
 		s.q.Add(c) // every Cluster object is reconciled once at start

@@ -10,8 +10,9 @@ import (
 
 // newQueue returns a controller's queue as controller-runtime builds it
 // with its default rate limiter: its priority queue (the default since
-// v0.22; Cluster API v1.14's ClusterCache runs on it too), or with
-// legacy the client-go rate-limiting workqueue of older releases.
+// v0.22; Cluster API v1.14's ClusterCache runs on it too), or, if the
+// run's Config.LegacyQueue is set, the client-go rate-limiting workqueue
+// of older releases. Every controller of a run gets the same kind.
 //
 // They differ in how a requeue meets a later add: the priority queue keeps
 // one entry per item, ready at the earliest of the times asked, so a
@@ -20,8 +21,8 @@ import (
 // the object again when it fires. Every item has one priority here: the
 // model does not use controller-runtime's low priority for the initial
 // list (bench/peers runs the real controllers, priorities included).
-func (w *World) newQueue(legacy bool) workqueue.TypedRateLimitingInterface[int] {
-	if legacy {
+func (w *World) newQueue() workqueue.TypedRateLimitingInterface[int] {
+	if w.legacyQueue {
 		return workqueue.NewTypedRateLimitingQueue(defaultControllerRateLimiter[int](w))
 	}
 	return priorityqueue.New("", func(o *priorityqueue.Opts[int]) { // "": no metrics

@@ -20,9 +20,9 @@ type Config struct {
 	// Seed lays out the faults and the initial queue order; every strategy
 	// of a scenario sees the same layout.
 	Seed uint64
-	// LegacyQueue runs every controller on client-go's rate-limiting
-	// workqueue instead of controller-runtime's default priority queue
-	// (see World.newQueue).
+	// LegacyQueue runs every controller (the workload's and ClusterCache's)
+	// on client-go's rate-limiting workqueue instead of controller-runtime's
+	// default priority queue (see World.newQueue).
 	LegacyQueue bool
 }
 
@@ -83,14 +83,15 @@ func Run(ctx context.Context, sc Scenario, strategy string, cfg Config) (Result,
 			r.pending.Add(1)
 		}
 	}
-	r.q = r.w.newQueue(cfg.LegacyQueue)
+	r.w.legacyQueue = cfg.LegacyQueue
+	r.q = r.w.newQueue()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r.ctx = ctx
 
 	before := sample()
 	r.w.start = time.Now()
-	s, err := newStrategy(strategy, Env{World: r.w, Enqueue: r.enqueue, LegacyQueue: cfg.LegacyQueue})
+	s, err := newStrategy(strategy, Env{World: r.w, Enqueue: r.enqueue})
 	if err != nil {
 		r.q.ShutDown()
 		return Result{}, err

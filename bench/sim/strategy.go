@@ -37,9 +37,6 @@ type Requester interface {
 type Env struct {
 	World   *World
 	Enqueue func(c int)
-	// LegacyQueue: a strategy's own controller (ClusterCache's) uses the
-	// same kind of queue as the workload controller (Config.LegacyQueue).
-	LegacyQueue bool
 }
 
 // Factory builds a strategy.

@@ -58,6 +58,8 @@ type World struct {
 	phase      []time.Duration // of Flapping clusters
 	recoverAt  []time.Duration // of Dead clusters; 0 means never
 	flapPeriod time.Duration
+	// legacyQueue: controllers run on client-go's workqueue (see newQueue).
+	legacyQueue bool
 
 	dials     atomic.Int64
 	deadDials atomic.Int64 // dials of a cluster unreachable at the time

@@ -65,12 +65,13 @@ func (f *Flight) FirstByte() {
 		return
 	}
 	f.headers = true
-	g.lastAnswer = time.Now()
+	now := time.Now()
+	g.lastAnswer = now
 	if f.timer != nil {
 		f.timer.Stop()
 	}
 	if f.class == Counted {
-		g.est.observe(time.Since(f.start))
+		g.est.observe(now.Sub(f.start))
 		g.timeouts = 0
 	}
 }
