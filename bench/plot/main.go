@@ -13,6 +13,7 @@ import (
 	"image/color"
 	"os"
 	"sort"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -31,6 +32,7 @@ type result struct {
 }
 
 type file struct {
+	Clock   string   `json:"clock"`
 	Scale   float64  `json:"scale"`
 	Workers int      `json:"workers"`
 	Results []result `json:"results"`
@@ -130,7 +132,11 @@ func run(in, out string) error {
 	canvases := plot.Align([][]*plot.Plot{{thr, p99}}, tiles, dc)
 	thr.Draw(canvases[0][0])
 	p99.Draw(canvases[0][1])
-	title := fmt.Sprintf("bench/sim scenario 2: 1000 clusters × 20 objects, %d workers, time scale %g (unscaled seconds)", f.Workers, f.Scale)
+	clock := fmt.Sprintf("time scale %g (unscaled seconds)", f.Scale)
+	if strings.HasPrefix(f.Clock, "Virtual") {
+		clock = "virtual time"
+	}
+	title := fmt.Sprintf("bench/sim scenario 2: 1000 clusters × 20 objects, %d workers, %s", f.Workers, clock)
 	dc.FillText(draw.TextStyle{Color: color.Black, Font: thr.Title.TextStyle.Font, XAlign: draw.XCenter, YAlign: draw.YTop,
 		Handler: thr.Title.TextStyle.Handler}, vg.Point{X: w / 2, Y: h - vg.Points(4)}, title)
 

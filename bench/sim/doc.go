@@ -17,7 +17,9 @@
 //     as kube.Source does; plus labelled tuned variants.
 //
 // The timings of the first two follow ../shared/BACKGROUND.md, cited where
-// each constant is defined. Every duration is multiplied by a time-scale
-// factor (default 1/100) and every figure is reported unscaled. Run runs one
-// strategy on one Scenario; Scenarios lists the five of issue 4.
+// each constant is defined. RunVirtual runs one strategy on one Scenario in
+// virtual time (a synctest bubble: durations exact, code free), which is
+// what `make bench-scenarios` reports; Run runs it in real time with every
+// duration multiplied by a time-scale factor (default 1/100), every figure
+// reported unscaled. Scenarios lists the five of issue 4.
 package sim

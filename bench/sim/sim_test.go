@@ -11,18 +11,33 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// The test runs use small fleets at the default scale; they check what the
+// The test runs use small fleets in virtual time; they check what the
 // models do by construction (dial counts, who blocks, that everything
-// reconciles), never how fast.
+// reconciles), never how fast the machine is.
 var testCfg = Config{Seed: 7}
 
 func run1(t *testing.T, sc Scenario, strategy string) Result {
 	t.Helper()
-	res, err := Run(context.Background(), sc, strategy, testCfg)
+	res, err := RunVirtual(t, sc, strategy, testCfg)
 	if err != nil {
 		t.Fatalf("%s on %s: %v", strategy, sc.Name, err)
 	}
 	return res
+}
+
+// Run in scaled real time (bench/peers' model rows, the scenarios
+// command's -real-time) reconciles a herd as the virtual run does.
+func TestScaledRealTime(t *testing.T) {
+	sc := Scenario{Name: "herd", Clusters: 10, Objects: 10, Duration: 10 * time.Minute}
+	for _, s := range BaseStrategies {
+		res, err := Run(context.Background(), sc, s, Config{Seed: 7, Scale: 0.01})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.AllReconciled < 0 || res.Dials != 10 || res.Errors != 0 {
+			t.Errorf("%s: %+v; want all reconciled, 10 dials, no errors", s, res)
+		}
+	}
 }
 
 func TestWorldLayout(t *testing.T) {
