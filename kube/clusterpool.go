@@ -28,6 +28,9 @@ type ClusterPool interface {
 	Probe(key client.ObjectKey)
 	// Subscribe returns the pool's events until ctx is done.
 	Subscribe(ctx context.Context) <-chan pool.Event[client.ObjectKey]
+	// SubscribeRequeue is Subscribe for a source that enqueues the
+	// cluster's requests again on each event (Source).
+	SubscribeRequeue(ctx context.Context) <-chan pool.Event[client.ObjectKey]
 }
 
 var _ ClusterPool = (*pool.Pool[client.ObjectKey, *Cluster])(nil)

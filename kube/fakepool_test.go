@@ -79,6 +79,10 @@ func (f *fakePool) Probe(key client.ObjectKey) {
 // subscriber stops on ctx.
 func (f *fakePool) Subscribe(context.Context) <-chan pool.Event[client.ObjectKey] { return f.events }
 
+func (f *fakePool) SubscribeRequeue(ctx context.Context) <-chan pool.Event[client.ObjectKey] {
+	return f.Subscribe(ctx)
+}
+
 func (f *fakePool) reportsOf(key client.ObjectKey) []error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -24,14 +24,16 @@ import (
 )
 
 // A reachable cluster connects through its kubeconfig Secret; its clients
-// read and write the real workload apiserver; the Source enqueues the
-// cluster on Connected.
+// read and write the real workload apiserver. With the Source running, the
+// first Get does not wait for the dial (the pool cannot tell yet how long
+// one takes) but says come back at its deadline, and the Source enqueues
+// the cluster on Connected: the controller's loop.
 func TestDialReachableCluster(t *testing.T) {
 	needEnvtest(t)
 	key := client.ObjectKey{Namespace: "fleet", Name: "reachable"}
 	putKubeconfig(t, key, kubeconfig(t, "", ""))
 	p, src := newTestPool(t, DialerOptions{WatchTypes: []client.Object{&corev1.ConfigMap{}}}, pool.Options[client.ObjectKey, *Cluster]{
-		MaxWait: 10 * time.Second, // the first dial syncs informers: let the caller wait for it here
+		MaxWait: 10 * time.Second, // the first dial syncs informers
 	})
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	defer q.ShutDown()
@@ -41,9 +43,18 @@ func TestDialReachableCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	_, err := p.Get(ctx, key)
+	if res, rerr := Requeue(err); !errors.Is(err, pool.ErrWaitTimeout) || rerr != nil || res.RequeueAfter < 9*time.Second {
+		t.Fatalf("first Get: %v, requeue %+v %v; want ErrWaitTimeout, come back near the 10s deadline", err, res, rerr)
+	}
+	req, _ := q.Get() // Connected
+	if req.NamespacedName != key {
+		t.Fatalf("enqueued %v, want %v", req, key)
+	}
+	q.Done(req)
 	c, err := p.Get(ctx, key)
 	if err != nil {
-		t.Fatalf("Get: %v", err)
+		t.Fatalf("Get after Connected: %v", err)
 	}
 	if c.Revision == "" || c.Key != key || src.n.Load() != 1 {
 		t.Fatalf("cluster %v revision %q dials %d", c, c.Revision, src.n.Load())
@@ -61,11 +72,6 @@ func TestDialReachableCluster(t *testing.T) {
 	if err := c.Client.List(ctx, &list, client.InNamespace("default")); err != nil {
 		t.Fatalf("cached list: %v", err)
 	}
-	req, _ := q.Get()
-	if req.NamespacedName != key {
-		t.Fatalf("enqueued %v, want %v", req, key)
-	}
-	q.Done(req)
 	if again, err := p.Get(ctx, key); err != nil || again != c || src.n.Load() != 1 {
 		t.Fatalf("hit: %v %v dials %d", again, err, src.n.Load())
 	}

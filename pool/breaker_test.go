@@ -78,7 +78,9 @@ func TestHalfOpenProbeRunsOffTheCallerPath(t *testing.T) {
 		if _, err := p.Get(context.Background(), "a"); err != nil {
 			t.Fatalf("Get after recovery: %v", err)
 		}
-		want := []EventType{BreakerOpened}
+		// The first two failures leave the breaker closed: each dial's end
+		// is a DialFailed; the third opens it.
+		want := []EventType{DialFailed, DialFailed, BreakerOpened}
 		for range 4 {
 			want = append(want, BreakerHalfOpen, BreakerOpened)
 		}

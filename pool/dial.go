@@ -198,6 +198,8 @@ func (p *Pool[K, C]) settleLocked(c *call[K, C], r result[C]) (toClose []C, res 
 			RetryAt: time.Now().Add(max(e.set.maxWait, r.took))}
 		if changed && tr.To == breaker.StateOpen {
 			de.RetryAt = tr.At.Add(tr.OpenFor)
+		} else if current && !r.canceled {
+			p.publishLocked(e, DialFailed, time.Now())
 		}
 		c.endLocked(zero, de)
 	}

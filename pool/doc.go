@@ -28,8 +28,13 @@
 //   - A Get waits only for a dial expected to end within its bound: not for
 //     a queued dial, not for a dial already slow, not for a cluster whose
 //     last dial took longer than the bound. It returns ErrWaitTimeout at
-//     once instead, with a RetryAfter of the expected end, and the Connected
-//     event follows.
+//     once instead, with a RetryAfter of the expected end, and an event
+//     follows when the dial ends (Connected, BreakerOpened or DialFailed).
+//     While callers are requeued by those events (Pool.SubscribeRequeue,
+//     used by kube.Source), a Get never waits blindly before a dial's
+//     length is known, and RetryAfter is the latest the dial can end, so
+//     that the event, not the timer, brings the caller back (in
+//     controller-runtime's priority queue that keeps its place in line).
 //   - A dial runs under the pool's context and its DialTimeout, never under
 //     a caller's context; the pool enforces the deadline even if the dialer
 //     ignores it (the dial is settled as a timeout failure, its slots come

@@ -100,15 +100,6 @@ type call[K comparable, C any] struct {
 	canceled bool               // Remove or Close canceled the dial
 }
 
-// retryAt is when the call is sure to have ended: its deadline once the
-// dialer runs, a whole DialTimeout from now while it is queued.
-func (c *call[K, C]) retryAt() time.Time {
-	if d := c.deadline.Load(); d != 0 {
-		return time.Unix(0, d)
-	}
-	return time.Now().Add(c.e.set.dialTimeout)
-}
-
 // endLocked publishes the call's result and wakes its waiters, once.
 func (c *call[K, C]) endLocked(client C, err error) {
 	if c.ended() {

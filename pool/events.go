@@ -26,9 +26,15 @@ const (
 	BreakerClosed
 	// Removed: Remove forgot the cluster (not connected, breaker reset).
 	Removed
+	// DialFailed: a dial failed and the breaker stayed closed (had it
+	// opened, BreakerOpened says so). With Connected and BreakerOpened it
+	// makes every end of a dial an event, so that callers sent away with
+	// ErrWaitTimeout while it ran are brought back by it, whatever its
+	// outcome, before their RetryAfter.
+	DialFailed
 )
 
-var eventNames = [...]string{"", "Connected", "Disconnected", "BreakerOpened", "BreakerHalfOpen", "BreakerClosed", "Removed"}
+var eventNames = [...]string{"", "Connected", "Disconnected", "BreakerOpened", "BreakerHalfOpen", "BreakerClosed", "Removed", "DialFailed"}
 
 // String returns the type's name, such as "Connected".
 func (t EventType) String() string {
@@ -62,7 +68,30 @@ type Event[K comparable] struct {
 // and it never misses that a key changed. Example: Disconnected followed
 // at once by BreakerOpened may arrive as BreakerOpened with Connected
 // false. The queue's size is bounded by the number of keys.
-func (p *Pool[K, C]) Subscribe(ctx context.Context) <-chan Event[K] {
+func (p *Pool[K, C]) Subscribe(ctx context.Context) <-chan Event[K] { return p.subscribe(ctx, false) }
+
+// SubscribeRequeue is Subscribe for a subscriber that enqueues a cluster's
+// callers again on each of its events, as kube.Source does for a
+// controller. While such a subscription is open the pool counts on it: a
+// Get never waits blindly (before the pool has seen a dial succeed it
+// cannot tell how long one takes, and instead of waiting MaxWait it
+// returns ErrWaitTimeout at once), and an ErrWaitTimeout's RetryAfter is
+// the latest the dial can end, a safety net behind the Connected,
+// BreakerOpened or DialFailed event that ends it, not its expected end.
+// Both keep requeued objects in order: in controller-runtime's priority
+// queue an event that comes before the RequeueAfter keeps the object's
+// place in line, a RequeueAfter that fires first sends it to the back, and
+// a worker waiting for a dial reconciles nothing else meanwhile. Callers
+// that only retry (no such subscription) keep the waits of MaxWait and a
+// RetryAfter of the dial's expected end.
+func (p *Pool[K, C]) SubscribeRequeue(ctx context.Context) <-chan Event[K] {
+	return p.subscribe(ctx, true)
+}
+
+// requeued reports whether a SubscribeRequeue subscription is open.
+func (p *Pool[K, C]) requeued() bool { return p.requeuers.Load() > 0 }
+
+func (p *Pool[K, C]) subscribe(ctx context.Context, requeue bool) <-chan Event[K] {
 	s := &subscriber[K]{
 		pending: map[K]Event[K]{},
 		wake:    make(chan struct{}, 1),
@@ -75,10 +104,16 @@ func (p *Pool[K, C]) Subscribe(ctx context.Context) <-chan Event[K] {
 	p.mu.Lock()
 	p.subs[s] = struct{}{}
 	p.mu.Unlock()
+	if requeue {
+		p.requeuers.Add(1)
+	}
 	go func() {
 		defer p.wg.Done()
 		defer close(s.out)
 		defer func() {
+			if requeue {
+				p.requeuers.Add(-1)
+			}
 			p.mu.Lock()
 			delete(p.subs, s)
 			p.mu.Unlock()

@@ -70,3 +70,31 @@ func ExampleRetryAfter() {
 	// true true
 	// <nil> 5s
 }
+
+// A controller whose source enqueues a cluster's objects on each event
+// (kube.Source does this with SubscribeRequeue) never waits for a dial: the
+// Get says come back at the dial's latest end, and the event brings the
+// object back as soon as the dial ended.
+func ExamplePool_SubscribeRequeue() {
+	release := make(chan struct{})
+	p, _ := pool.New(func(ctx context.Context, cluster string) (*restClient, error) {
+		<-release // a dial that takes a while
+		return &restClient{cluster: cluster}, nil
+	}, pool.Options[string, *restClient]{})
+	defer p.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events := p.SubscribeRequeue(ctx) // the controller's source
+
+	_, err := p.Get(ctx, "default/workload-1")
+	res, _ := requeue(err)
+	fmt.Println(errors.Is(err, pool.ErrWaitTimeout), "requeue after", res.RequeueAfter.Round(time.Second))
+
+	close(release)
+	ev := <-events // the source enqueues the cluster's objects again
+	c, err := p.Get(ctx, ev.Key)
+	fmt.Println(ev.Type, c.cluster, err)
+	// Output:
+	// true requeue after 10s
+	// Connected default/workload-1 <nil>
+}

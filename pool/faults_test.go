@@ -60,7 +60,7 @@ func TestFaultsFirstDial(t *testing.T) {
 		{fault: "slow", want: ErrWaitTimeout, after: [][]EventType{connected}, up: true},
 		{fault: "flap", want: ErrDialFailed, after: [][]EventType{opened, halfOpen, closedUp}, up: true},
 		{fault: "panic", want: ErrDialPanic, after: [][]EventType{opened}},
-		{fault: "ignored", want: ErrDialFailed},
+		{fault: "ignored", want: ErrDialFailed, after: [][]EventType{{DialFailed}}},
 		{fault: "classifier-panic", want: ErrDialFailed, after: [][]EventType{opened}},
 		{fault: "nil", want: ErrDialFailed, after: [][]EventType{opened}},
 		{fault: "cancel", want: context.Canceled, after: [][]EventType{connected}, up: true},

@@ -186,8 +186,16 @@ type events struct {
 }
 
 func subscribe(ctx context.Context, p *Pool[string, *client]) *events {
+	return collect(p.Subscribe(ctx))
+}
+
+// subscribeRequeue is subscribe through SubscribeRequeue.
+func subscribeRequeue(ctx context.Context, p *Pool[string, *client]) *events {
+	return collect(p.SubscribeRequeue(ctx))
+}
+
+func collect(ch <-chan Event[string]) *events {
 	ev := &events{}
-	ch := p.Subscribe(ctx)
 	go func() {
 		for e := range ch {
 			ev.mu.Lock()

@@ -40,6 +40,9 @@ type lanes[K comparable, C any] struct {
 	demoter  *time.Timer // armed while calls are queued and the lane is full
 	armed    uint64      // generation of demoter
 	armedAt  time.Time   // when demoter fires
+	// longest is the longest DialTimeout of any call submitted: no running
+	// dial holds a slot longer (see retryAt).
+	longest time.Duration
 }
 
 // init sizes the lanes' semaphores.
@@ -66,6 +69,7 @@ func (p *Pool[K, C]) submit(c *call[K, C]) bool {
 	l.seq++
 	c.seq = l.seq
 	c.lane = laneQueued
+	l.longest = max(l.longest, c.e.set.dialTimeout)
 	if c.suspect {
 		c.elem = l.suspectQ.PushBack(c)
 	} else {
@@ -73,6 +77,38 @@ func (p *Pool[K, C]) submit(c *call[K, C]) bool {
 	}
 	p.dispatchLocked()
 	return true
+}
+
+// retryAt is when call c is sure to have ended, so that a caller told to
+// come back then finds its outcome: its deadline once the dialer runs.
+// While it is queued, a bound from the queue: every slot of the normal
+// lane is held by a dial that ends within the longest DialTimeout, the
+// queue is served oldest first, so the n calls queued start within
+// ceil(n/slots) such rounds (slots: MaxTotalDials, or its suspect share
+// for a suspect call), and c ends at most one more round after that. A
+// caller that comes back earlier than the outcome loses its place (in
+// controller-runtime's priority queue a RequeueAfter that fires first puts
+// the object at the back, an event that comes first keeps its place), so
+// the bound errs long: the Connected or DialFailed event is what brings
+// callers back at the right time.
+func (p *Pool[K, C]) retryAt(c *call[K, C]) time.Time {
+	if d := c.deadline.Load(); d != 0 {
+		return time.Unix(0, d)
+	}
+	l := &p.lanes
+	l.mu.Lock()
+	n := int64(l.queue.Len() + l.suspectQ.Len())
+	round := max(l.longest, c.e.set.dialTimeout)
+	l.mu.Unlock()
+	if d := c.deadline.Load(); d != 0 { // started meanwhile
+		return time.Unix(0, d)
+	}
+	slots := p.opts.MaxTotalDials
+	if c.suspect {
+		slots = suspectCap(slots)
+	}
+	rounds := (max(n, 1)+slots-1)/slots + 1
+	return time.Now().Add(time.Duration(rounds) * round)
 }
 
 // dequeue takes c out of the queue if it has not started, and reports

@@ -238,7 +238,7 @@ func TestNewValidates(t *testing.T) {
 	}
 	defer p.Close()
 	if o := p.opts; o.MaxWait != 50*time.Millisecond || o.DialTimeout != 10*time.Second ||
-		o.MaxConcurrentDials != 1 || o.MaxTotalDials != 100 || o.MaxSlowDials != 50 || o.FormatKey("x") != "x" {
+		o.MaxConcurrentDials != 1 || o.MaxTotalDials != 100 || o.MaxSlowDials != 40 || o.FormatKey("x") != "x" {
 		t.Errorf("defaults: %+v", o)
 	}
 }

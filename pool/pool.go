@@ -43,6 +43,7 @@ type Pool[K comparable, C any] struct {
 	dialers   map[*call[K, C]]struct{} // dial goroutines that have not returned
 	dialerOut chan struct{}            // closed and replaced when a dialer returns after Close
 	subs      map[*subscriber[K]]struct{}
+	requeuers atomic.Int32 // open SubscribeRequeue subscriptions
 
 	shutdownOnce sync.Once
 	shutdownDone chan struct{} // closed once Shutdown finished its work
@@ -86,8 +87,10 @@ func New[K comparable, C any](dial DialFunc[K, C], opts Options[K, C]) (*Pool[K,
 // for a dial queued for a slot, nor for a dial already slower than the
 // healthy dials the pool has seen, nor for a cluster whose last dial took
 // longer than the bound. It then returns ErrWaitTimeout at once with a
-// RetryAfter of the expected end, the dial goes on, and a Connected event
-// tells when the client is there.
+// RetryAfter of the expected end, the dial goes on, and an event tells when
+// it ended (Connected when the client is there). While a SubscribeRequeue
+// subscription is open, Get does not wait for a dial whose length the pool
+// cannot predict yet, and RetryAfter is the latest the dial can end.
 //
 // A Get whose ctx is already done when it would have to wait returns
 // ctx.Err() as it is, starts nothing and keeps no state.

@@ -39,7 +39,7 @@ func (p *Pool[K, C]) applyLocked(e *entry[K, C], tr breaker.Transition, span tra
 		// at its deadline, or a whole DialTimeout while it is queued.
 		rej := &Error{Kind: ErrCircuitOpen, Cluster: e.name, RetryAt: tr.At.Add(e.set.dialTimeout)}
 		if c := e.ls.call; c != nil {
-			rej.retryAt = c.retryAt
+			rej.retryAt = func() time.Time { return p.retryAt(c) }
 		}
 		e.reject.Store(rej)
 		p.publishLocked(e, BreakerHalfOpen, tr.At)

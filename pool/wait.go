@@ -60,9 +60,9 @@ func (p *Pool[K, C]) wait(ctx context.Context, e *entry[K, C]) (client C, o trac
 		}
 		return call.client, tracing.Acquired, dial, nil
 	case <-timer.C:
-		return zero, tracing.Timeout, dial, &Error{Kind: ErrWaitTimeout, Cluster: e.name, RetryAt: call.retryAt()}
+		return zero, tracing.Timeout, dial, &Error{Kind: ErrWaitTimeout, Cluster: e.name, RetryAt: p.retryAt(call)}
 	case <-ctx.Done():
-		return zero, p.ctxOutcome(ctx.Err()), dial, p.ctxError(e, ctx.Err(), call.retryAt())
+		return zero, p.ctxOutcome(ctx.Err()), dial, p.ctxError(e, ctx.Err(), p.retryAt(call))
 	case <-p.ctx.Done():
 		return zero, tracing.Closed, dial, p.errorf(ErrClosed, e, nil)
 	}
@@ -77,7 +77,10 @@ func (p *Pool[K, C]) wait(ctx context.Context, e *entry[K, C]) (client C, o trac
 // how long the cluster's last dial took, whatever its outcome (a cluster
 // whose last dial hung until its deadline is not waited for; one refused
 // at once is), or the pool's p90 of successful dials for a cluster never
-// dialed. With nothing learned yet, wait the bound.
+// dialed. With nothing learned yet, wait the bound, unless the callers are
+// requeued by events (SubscribeRequeue). The caller comes back at the
+// dial's expected end, or if requeued at the latest it can end (the event
+// comes first).
 func (p *Pool[K, C]) plan(ctx context.Context, e *entry[K, C], call *call[K, C], lastTook time.Duration) (retryAt time.Time, o tracing.Outcome) {
 	now := time.Now()
 	bound := e.set.maxWait
@@ -89,27 +92,29 @@ func (p *Pool[K, C]) plan(ctx context.Context, e *entry[K, C], call *call[K, C],
 	case call.ended():
 		return time.Time{}, tracing.Acquired // its result is there: take it
 	case started == 0:
-		return call.retryAt(), tracing.Queued
+		return p.retryAt(call), tracing.Queued
 	}
 	start := time.Unix(0, started)
 	elapsed := now.Sub(start)
 	if elapsed >= p.lat.slowAfter(p.opts.MaxWait) {
-		return call.retryAt(), tracing.Skipped
+		return p.retryAt(call), tracing.Skipped
 	}
 	est := lastTook
 	if est == 0 {
 		est = p.lat.estimate()
 	}
-	if est == 0 {
+	if est == 0 && !p.requeued() {
 		return time.Time{}, tracing.Acquired
 	}
-	if end := start.Add(est); end.After(now.Add(bound)) {
-		if deadline := call.retryAt(); deadline.Before(end) {
-			end = deadline
-		}
-		return end, tracing.Skipped
+	end := start.Add(est)
+	if est != 0 && !end.After(now.Add(bound)) {
+		return time.Time{}, tracing.Acquired
 	}
-	return time.Time{}, tracing.Acquired
+	latest := p.retryAt(call)
+	if p.requeued() || latest.Before(end) {
+		return latest, tracing.Skipped
+	}
+	return end, tracing.Skipped
 }
 
 func (p *Pool[K, C]) ctxOutcome(err error) tracing.Outcome {

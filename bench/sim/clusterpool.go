@@ -67,7 +67,7 @@ func newClusterPool(env Env, opts pool.Options[int, *Client]) (Strategy, error) 
 	s.p = p
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
-	events := p.Subscribe(ctx)
+	events := p.SubscribeRequeue(ctx) // as kube.Source does
 	go func() {
 		defer close(s.done)
 		for ev := range events {

@@ -46,8 +46,16 @@ type Result struct {
 	Dials             int64   `json:"dials"`
 	// DeadDials: the dials of a cluster that was unreachable at the time.
 	DeadDials int64 `json:"dead_dials"`
-	Probes    int64 `json:"probes"`
-	Clients   int   `json:"clients_at_end"`
+	// DeadDialsPerMin: how often a Dead cluster is dialed while it is down,
+	// from its first dial on: its dials per minute, over all Dead clusters
+	// (0 without any). DeadDials also counts how soon each was first
+	// dialed; this is the rate alone.
+	DeadDialsPerMin float64 `json:"dead_dials_per_min,omitempty"`
+	// HealthyConnected: until every Healthy cluster had a client (its first
+	// successful dial); -1 if one never did.
+	HealthyConnected float64 `json:"healthy_connected_s"`
+	Probes           int64   `json:"probes"`
+	Clients          int     `json:"clients_at_end"`
 	// RecoveryMean / RecoveryMax: from a dead cluster's recovery until all
 	// its objects reconciled successfully again, mean and max over the
 	// recovering clusters.
@@ -97,6 +105,7 @@ func (r *run) result(strategy string, elapsed time.Duration, clients int, mem me
 		}
 		res.AllReconciled = time.Duration(last - 1).Seconds()
 	}
+	res.HealthyConnected, res.DeadDialsPerMin = r.connectFigures(elapsed)
 	if sc.RecoverAt > 0 {
 		res.RecoveryMean, res.RecoveryMax = r.recovery()
 	}
@@ -105,6 +114,39 @@ func (r *run) result(strategy string, elapsed time.Duration, clients int, mem me
 		res.Goroutines = mem.goroutines
 	}
 	return res
+}
+
+// connectFigures returns Result.HealthyConnected and DeadDialsPerMin.
+func (r *run) connectFigures(elapsed time.Duration) (healthyConnected, deadPerMin float64) {
+	w := r.w
+	var last int64
+	var exposure time.Duration // Dead clusters' time down since their first dial
+	dials := 0
+	for c, f := range w.faults {
+		switch f {
+		case Healthy:
+			up := w.firstUp[c].Load()
+			if up == 0 {
+				return -1, 0
+			}
+			last = max(last, up-1)
+		case Dead:
+			first := w.firstDial[c].Load()
+			if first == 0 {
+				continue
+			}
+			end := elapsed
+			if at := w.recoverAt[c]; at > 0 {
+				end = min(end, at)
+			}
+			exposure += max(0, end-time.Duration(first-1))
+			dials += int(w.downDials[c].Load())
+		}
+	}
+	if exposure > 0 {
+		deadPerMin = float64(dials) / exposure.Minutes()
+	}
+	return time.Duration(last).Seconds(), deadPerMin
 }
 
 // recovery returns the mean and the maximum over recovering clusters of the
@@ -142,7 +184,7 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 func WriteTable(w io.Writer, results []Result) error {
 	cols := []string{"scenario", "strategy", "clusters", "dead", "all reconciled", "healthy/s",
 		"steady/s", "mean ms", "p50 ms", "p99 ms", "blocked worker-s", "hung worker-s", "requeues", "errors",
-		"dials", "dead dials", "recovery mean/max s", "bytes/cluster", "goroutines"}
+		"dials", "dead dials", "dead dials/min", "healthy connected", "recovery mean/max s", "bytes/cluster", "goroutines"}
 	var b strings.Builder
 	b.WriteString("| " + strings.Join(cols, " | ") + " |\n|")
 	for range cols {
@@ -154,7 +196,7 @@ func WriteTable(w io.Writer, results []Result) error {
 			secs(r.AllReconciled, r.Seconds), fmt.Sprintf("%.1f", r.HealthyPerSec), optional(r.SteadyPerSec, "%.1f"),
 			fmt.Sprintf("%.0f", r.MeanMs), fmt.Sprintf("%.0f", r.P50Ms), fmt.Sprintf("%.0f", r.P99Ms),
 			fmt.Sprintf("%.0f", r.BlockedWorkerSeconds), fmt.Sprintf("%.0f", r.HungWorkerSeconds), fmt.Sprint(r.Requeues), fmt.Sprint(r.Errors),
-			fmt.Sprint(r.Dials), fmt.Sprint(r.DeadDials), recov(r), optional(r.BytesPerCluster, "%.0f"), optInt(r.Goroutines, r.BytesPerCluster != 0)}
+			fmt.Sprint(r.Dials), fmt.Sprint(r.DeadDials), optional(r.DeadDialsPerMin, "%.2f"), secs(r.HealthyConnected, r.Seconds), recov(r), optional(r.BytesPerCluster, "%.0f"), optInt(r.Goroutines, r.BytesPerCluster != 0)}
 		b.WriteString("| " + strings.Join(row, " | ") + " |\n")
 	}
 	_, err := io.WriteString(w, b.String())

@@ -84,6 +84,7 @@ func Run(ctx context.Context, sc Scenario, strategy string, cfg Config) (Result,
 		}
 	}
 	r.w.legacyQueue = cfg.LegacyQueue
+	r.w.until = sc.Duration
 	r.q = r.w.newQueue()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"go.uber.org/goleak"
@@ -38,6 +39,26 @@ func TestScaledRealTime(t *testing.T) {
 			t.Errorf("%s: %+v; want all reconciled, 10 dials, no errors", s, res)
 		}
 	}
+}
+
+// A dial due at the run's end or later is not counted: in virtual time
+// it would otherwise count or not by the order of simultaneous timers.
+func TestDialsCountOnlyWithinTheRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(2, 0.5, 0, 0, 0, 1, 1)
+		w.start, w.until = time.Now(), time.Minute
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		for range 2 {
+			for c := range 2 {
+				_, _ = w.Dial(ctx, c)
+			}
+			time.Sleep(time.Minute)
+		}
+		if w.dials.Load() != 2 || w.deadDials.Load() != 1 {
+			t.Errorf("dials %d, dead %d; want the first round only (2, 1)", w.dials.Load(), w.deadDials.Load())
+		}
+	})
 }
 
 func TestWorldLayout(t *testing.T) {
@@ -89,6 +110,12 @@ func TestDeadClusters(t *testing.T) {
 	}
 	if cp.AllReconciled < 0 || cp.Clients != 7 {
 		t.Errorf("clusterpool: %+v; want every healthy object reconciled and 7 clients", cp)
+	}
+	// Every healthy cluster connects within its first dials (200 ms each,
+	// none queued behind the 3 dead ones), and the rate of dead dials is
+	// their breakers' (at most one per 10 s hang + 5 s open period).
+	if cp.HealthyConnected < 0.2 || cp.HealthyConnected > 1 || cp.DeadDialsPerMin <= 0 || cp.DeadDialsPerMin > 4 {
+		t.Errorf("clusterpool: healthy connected after %.1f s, %.2f dead dials/min", cp.HealthyConnected, cp.DeadDialsPerMin)
 	}
 	// 3 dials to open a breaker, then one probe per open period (5s, 10s,
 	// 20s, 40s, 80s ±20 %) within 3 minutes: at most 9 per dead cluster.

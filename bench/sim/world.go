@@ -60,10 +60,18 @@ type World struct {
 	flapPeriod time.Duration
 	// legacyQueue: controllers run on client-go's workqueue (see newQueue).
 	legacyQueue bool
+	// until is the run's length: dials from then on are not counted (in
+	// virtual time a dial due at exactly the end would otherwise count or
+	// not depending on which of two simultaneous timers ran first).
+	until time.Duration
 
 	dials     atomic.Int64
 	deadDials atomic.Int64 // dials of a cluster unreachable at the time
 	probes    atomic.Int64
+	// firstDial and firstUp are each cluster's first dial and first
+	// successful dial, unscaled ns since start plus one; 0: none yet.
+	firstDial, firstUp []atomic.Int64
+	downDials          []atomic.Int64 // per cluster, the dials counted in deadDials
 }
 
 // RecoverSpread: a Dead cluster of a scenario with RecoverAt becomes
@@ -76,7 +84,8 @@ const RecoverSpread = time.Minute
 func newWorld(n int, dead, flap float64, recoverAt, flapPeriod time.Duration, scale float64, seed uint64) *World {
 	r := rand.New(rand.NewPCG(seed, 1))
 	w := &World{scale: scale, faults: make([]Fault, n), phase: make([]time.Duration, n),
-		recoverAt: make([]time.Duration, n), flapPeriod: flapPeriod}
+		recoverAt: make([]time.Duration, n), flapPeriod: flapPeriod,
+		firstDial: make([]atomic.Int64, n), firstUp: make([]atomic.Int64, n), downDials: make([]atomic.Int64, n)}
 	nd, nf := int(dead*float64(n)+0.5), int(flap*float64(n)+0.5)
 	for i, c := range r.Perm(n) {
 		switch {
@@ -146,13 +155,18 @@ func (w *World) sleep(ctx context.Context, d time.Duration) error {
 // Dial creates a client for cluster c, hanging up to DialTimeout if it is
 // unreachable.
 func (w *World) Dial(ctx context.Context, c int) (*Client, error) {
-	w.dials.Add(1)
-	if !w.Reachable(c) {
-		w.deadDials.Add(1)
+	if now := w.Now(); w.until == 0 || now < w.until {
+		w.dials.Add(1)
+		w.firstDial[c].CompareAndSwap(0, int64(now)+1)
+		if !w.Reachable(c) {
+			w.deadDials.Add(1)
+			w.downDials[c].Add(1)
+		}
 	}
 	if err := w.call(ctx, c, DialLatency, DialTimeout); err != nil {
 		return nil, fmt.Errorf("dial: %w", err)
 	}
+	w.firstUp[c].CompareAndSwap(0, int64(w.Now())+1)
 	return &Client{w: w, cluster: c}, nil
 }
 

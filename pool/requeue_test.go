@@ -1,0 +1,146 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// requeueing opens a SubscribeRequeue subscription on p if on, draining
+// it until the test ends.
+func requeueing(t *testing.T, p *Pool[string, *client], on bool) {
+	if on {
+		subscribeRequeue(t.Context(), p)
+	}
+}
+
+// While a SubscribeRequeue subscription is open a Get never waits
+// blindly: before any dial succeeded it returns ErrWaitTimeout at once,
+// with the dial's deadline as RetryAfter; without one, the Get waits
+// MaxWait for the same dial.
+func TestRequeuedGetNeverWaitsBlind(t *testing.T) {
+	for _, eventDriven := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			f := newFake()
+			p := newPool(t, f, Options[string, *client]{})
+			requeueing(t, p, eventDriven)
+			start := time.Now()
+			_, err := p.Get(context.Background(), "a")
+			waited := time.Since(start)
+			d, _ := RetryAfter(err)
+			switch {
+			case !errors.Is(err, ErrWaitTimeout):
+				t.Fatalf("requeued=%v: Get while the first dial runs: %v, want ErrWaitTimeout", eventDriven, err)
+			case eventDriven && (waited != 0 || d != DefaultDialTimeout):
+				t.Errorf("requeued: waited %v, RetryAfter %v; want no wait and the dial's deadline (%v)", waited, d, DefaultDialTimeout)
+			case !eventDriven && waited != DefaultMaxWait:
+				t.Errorf("waited %v, want MaxWait (%v)", waited, DefaultMaxWait)
+			}
+			synctest.Wait()
+			f.next(t).succeed()
+			synctest.Wait()
+		})
+	}
+}
+
+// Once a dial took 200ms, a Get of another cluster whose dial just started
+// does not wait (it cannot end within MaxWait); it is told to come back at
+// the dial's expected end, or if requeued by events at its deadline: the
+// Connected event comes first and keeps the caller's place in its queue.
+// Once the subscription ends, the pool goes back to expected ends.
+func TestRequeuedRetryAfterIsTheDeadline(t *testing.T) {
+	for _, eventDriven := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			f := newFake()
+			p := newPool(t, f, Options[string, *client]{})
+			ctx, cancel := context.WithCancel(t.Context())
+			if eventDriven {
+				subscribeRequeue(ctx, p)
+			}
+			p.Probe("a")
+			synctest.Wait()
+			time.Sleep(200 * time.Millisecond)
+			f.next(t).succeed()
+			synctest.Wait()
+			_, err := p.Get(context.Background(), "b")
+			d, _ := RetryAfter(err)
+			want := 200 * time.Millisecond
+			if eventDriven {
+				want = DefaultDialTimeout
+			}
+			if !errors.Is(err, ErrWaitTimeout) || d != want {
+				t.Errorf("requeued=%v: %v, RetryAfter %v; want ErrWaitTimeout after %v", eventDriven, err, d, want)
+			}
+			synctest.Wait()
+			f.next(t).succeed()
+			cancel()
+			synctest.Wait()
+			p.Probe("c")
+			synctest.Wait()
+			_, err = p.Get(context.Background(), "c")
+			if d, _ := RetryAfter(err); !errors.Is(err, ErrWaitTimeout) || d != 200*time.Millisecond {
+				t.Errorf("after the subscription ended: %v, RetryAfter %v; want the expected end (200ms)", err, d)
+			}
+			f.next(t).succeed()
+			synctest.Wait()
+		})
+	}
+}
+
+// A queued dial's RetryAfter bounds its end: the n calls queued start
+// within ceil(n/MaxTotalDials) rounds of the longest DialTimeout (a
+// ForKey override included), and it ends one round later.
+func TestQueuedRetryAfterBoundsTheEnd(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		longest time.Duration
+	}{{"default", DefaultDialTimeout}, {"override", 30 * time.Second}} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := newFake()
+				p := newPool(t, f, Options[string, *client]{MaxTotalDials: 2,
+					ForKey: func(k string) Overrides {
+						if k == "a" {
+							return Overrides{DialTimeout: tc.longest}
+						}
+						return Overrides{}
+					}})
+				for _, k := range []string{"a", "b", "c", "d"} {
+					p.Probe(k) // a, b run; c, d queue
+				}
+				synctest.Wait()
+				_, err := p.Get(context.Background(), "e") // queued third
+				want := 3 * tc.longest                     // ceil(3/2) rounds to start, one to end
+				if d, _ := RetryAfter(err); !errors.Is(err, ErrWaitTimeout) || d != want {
+					t.Errorf("%v, RetryAfter %v; want ErrWaitTimeout after %v", err, d, want)
+				}
+				for range 5 {
+					f.next(t).succeed()
+					synctest.Wait()
+				}
+			})
+		})
+	}
+}
+
+// Every end of a dial is an event: a failure that leaves the breaker
+// closed is DialFailed, so callers sent away while it ran come back.
+func TestDialFailedEvent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		p := newPool(t, f, Options[string, *client]{})
+		ev := subscribe(t.Context(), p)
+		p.Probe("a")
+		synctest.Wait()
+		f.next(t).fail(errRefused)
+		synctest.Wait()
+		if got := ev.types(); len(got) != 1 || got[0] != DialFailed {
+			t.Errorf("events %v, want [DialFailed]", got)
+		}
+		if s := p.State("a"); s.Breaker.String() != "closed" {
+			t.Errorf("breaker %v after one refused dial, want closed", s.Breaker)
+		}
+	})
+}
