@@ -127,9 +127,11 @@ type getRecord struct {
 	closed   bool          // the pool was closed before it started
 	canceled bool          // its context was canceled before it started
 	done     bool
+	start    time.Time
 	elapsed  time.Duration
 	c        *client
 	err      error
+	retryAt  time.Time // of an ErrWaitTimeout
 }
 
 var propKeys = []string{"a", "b", "c"}
@@ -153,6 +155,9 @@ var propKeys = []string{"a", "b", "c"}
 //     within MaxOpenTimeout;
 //   - breaker transitions follow only legal edges (counted by the
 //     transitions metric);
+//   - with a SubscribeRequeue subscription open (half the cases), an event
+//     of the key comes between a Get sent away with ErrWaitTimeout and its
+//     RetryAt;
 //   - after Close no semaphore permit is held, every client made was closed
 //     exactly once, and no goroutine is left (the bubble would deadlock).
 func TestPoolProperties(t *testing.T) {
@@ -202,7 +207,14 @@ func TestPoolProperties(t *testing.T) {
 		if err != nil {
 			rt.Fatalf("New: %v", err)
 		}
-		defer p.Close() // also when a check fails: the bubble must empty
+		defer p.Close()                                                                     // also when a check fails: the bubble must empty
+		requeues := logRequeues(context.Background(), p, rapid.Bool().Draw(rt, "requeued")) // ends with Close
+		var closeAt time.Time                                                               // the first Close
+		markClose := func() {
+			if closeAt.IsZero() {
+				closeAt = time.Now()
+			}
+		}
 
 		var mu sync.Mutex
 		var gets []*getRecord
@@ -229,7 +241,8 @@ func TestPoolProperties(t *testing.T) {
 					start := time.Now()
 					c, err := p.Get(ctx, g.key)
 					mu.Lock()
-					g.done, g.elapsed, g.c, g.err = true, time.Since(start), c, err
+					g.done, g.start, g.elapsed, g.c, g.err = true, start, time.Since(start), c, err
+					g.noteRetry()
 					mu.Unlock()
 				}()
 			},
@@ -251,6 +264,7 @@ func TestPoolProperties(t *testing.T) {
 			"probe": func(rt *rapid.T) { p.Probe(rapid.SampledFrom(propKeys).Draw(rt, "key")) },
 			"close": func(rt *rapid.T) {
 				if rapid.IntRange(0, 9).Draw(rt, "close?") == 0 { // rarely: the rest of the case runs closed
+					markClose()
 					p.Close()
 					closed = true
 				}
@@ -281,12 +295,16 @@ func TestPoolProperties(t *testing.T) {
 			}
 		}
 		mu.Unlock()
+		markClose()
 		if err := p.Close(); err != nil && !errors.Is(err, ErrAbandoned) {
 			rt.Fatalf("Close: %v", err)
 		}
 		time.Sleep(2 * opts.DialTimeout) // dialers that ignore their context return
 		synctest.Wait()
 		checkNoPermitLeak(rt, p)
+		mu.Lock()
+		requeues.checkComesBack(rt, gets, closeAt)
+		mu.Unlock()
 		d.checkClosedOnce(rt)
 		checkTransitions(rt, reader)
 	})

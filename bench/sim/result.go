@@ -120,15 +120,14 @@ func (r *run) result(strategy string, elapsed time.Duration, clients int, mem me
 func (r *run) connectFigures(elapsed time.Duration) (healthyConnected, deadPerMin float64) {
 	w := r.w
 	var last int64
+	never := false             // a Healthy cluster never connected
 	var exposure time.Duration // Dead clusters' time down since their first dial
 	dials := 0
 	for c, f := range w.faults {
 		switch f {
 		case Healthy:
 			up := w.firstUp[c].Load()
-			if up == 0 {
-				return -1, 0
-			}
+			never = never || up == 0
 			last = max(last, up-1)
 		case Dead:
 			first := w.firstDial[c].Load()
@@ -145,6 +144,9 @@ func (r *run) connectFigures(elapsed time.Duration) (healthyConnected, deadPerMi
 	}
 	if exposure > 0 {
 		deadPerMin = float64(dials) / exposure.Minutes()
+	}
+	if never {
+		return -1, deadPerMin
 	}
 	return time.Duration(last).Seconds(), deadPerMin
 }

@@ -1,0 +1,70 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"pgregory.net/rapid"
+)
+
+// eventLog records the events of a SubscribeRequeue subscription, when a
+// property case opened one (on).
+type eventLog struct {
+	on  bool
+	mu  sync.Mutex
+	got []Event[string]
+}
+
+func logRequeues(ctx context.Context, p *Pool[string, *client], on bool) *eventLog {
+	l := &eventLog{on: on}
+	if !on {
+		return l
+	}
+	ch := p.SubscribeRequeue(ctx)
+	go func() {
+		for ev := range ch {
+			l.mu.Lock()
+			l.got = append(l.got, ev)
+			l.mu.Unlock()
+		}
+	}()
+	return l
+}
+
+// checkComesBack: while callers are requeued by events, the event brings a
+// caller sent away with ErrWaitTimeout back no later than its RetryAfter
+// would: some event of its key lies between the Get's start and its
+// RetryAt. RetryAts from Close on are not checked: the pool sends nothing
+// after Close.
+func (l *eventLog) checkComesBack(rt *rapid.T, gets []*getRecord, closeAt time.Time) {
+	if !l.on {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, g := range gets {
+		if !g.done || g.retryAt.IsZero() || !g.retryAt.Before(closeAt) {
+			continue
+		}
+		found := false
+		for _, ev := range l.got {
+			if ev.Key == g.key && !ev.Time.Before(g.start) && !ev.Time.After(g.retryAt) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			rt.Fatalf("Get(%s) at %v: ErrWaitTimeout with RetryAt %v, and no event of the key in between (events %v)",
+				g.key, g.start, g.retryAt, l.got)
+		}
+	}
+}
+
+// noteRetry records g's RetryAt if it ended with ErrWaitTimeout.
+func (g *getRecord) noteRetry() {
+	if d, ok := RetryAfter(g.err); ok && errors.Is(g.err, ErrWaitTimeout) {
+		g.retryAt = time.Now().Add(d)
+	}
+}
