@@ -15,6 +15,7 @@ type figures struct {
 	Reconciles           int              `json:"reconciles"`
 	P50Ms                float64          `json:"p50_ms"`
 	P99Ms                float64          `json:"p99_ms"`
+	OKP99Ms              float64          `json:"ok_p99_ms"`
 	BlockedWorkerSeconds float64          `json:"blocked_worker_s"`
 	Requeues             int              `json:"requeues"`
 	Errors               int              `json:"errors"`

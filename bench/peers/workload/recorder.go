@@ -28,6 +28,7 @@ type Recorder struct {
 
 	mu        sync.Mutex
 	durations []time.Duration
+	okDurs    []time.Duration // of Succeeded reconciles
 	buckets   []bucket
 	blocked   time.Duration
 	requeues  int
@@ -96,6 +97,7 @@ func (r *Recorder) Record(cluster, object string, start time.Time, blocked time.
 		r.errors++
 		return
 	}
+	r.okDurs = append(r.okDurs, d)
 	role := r.roles[cluster]
 	if role == Healthy {
 		r.healthyOK++
@@ -135,6 +137,7 @@ func (r *Recorder) Figures() Figures {
 		}
 	}
 	f.P50Ms, f.P99Ms = percentiles(r.durations)
+	_, f.OKP99Ms = percentiles(r.okDurs)
 	for c, t := range r.doneAt {
 		f.ClusterDoneUnixMs[c] = t.UnixMilli()
 	}

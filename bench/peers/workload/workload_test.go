@@ -73,3 +73,14 @@ func TestRecorder(t *testing.T) {
 }
 
 func keyOf(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
+
+// OKP99Ms counts successful reconciles only; P99Ms every one.
+func TestOKP99(t *testing.T) {
+	rec := NewRecorder(Plan{Roles: map[string]Role{"h": Healthy, "d": Dead}, Objects: 1, Bucket: time.Hour})
+	rec.Begin()
+	rec.Record("d", "d-0", time.Now().Add(-10*time.Second), 10*time.Second, Failed)
+	rec.Record("h", "h-0", time.Now(), 0, Succeeded)
+	if f := rec.Figures(); f.P99Ms < 10000 || f.OKP99Ms >= 1000 {
+		t.Fatalf("p99 %.0f ms, ok p99 %.0f ms; want the 10 s failure in the first only", f.P99Ms, f.OKP99Ms)
+	}
+}
