@@ -3,34 +3,20 @@ package pool
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"pgregory.net/rapid"
 )
 
 // eventLog records the events of a SubscribeRequeue subscription, when a
-// property case opened one (on).
-type eventLog struct {
-	on  bool
-	mu  sync.Mutex
-	got []Event[string]
-}
+// property case opened one (ev is nil otherwise).
+type eventLog struct{ ev *events }
 
-func logRequeues(ctx context.Context, p *Pool[string, *client], on bool) *eventLog {
-	l := &eventLog{on: on}
+func logRequeues(ctx context.Context, p *Pool[string, *client], on bool) eventLog {
 	if !on {
-		return l
+		return eventLog{}
 	}
-	ch := p.SubscribeRequeue(ctx)
-	go func() {
-		for ev := range ch {
-			l.mu.Lock()
-			l.got = append(l.got, ev)
-			l.mu.Unlock()
-		}
-	}()
-	return l
+	return eventLog{subscribeRequeue(ctx, p)}
 }
 
 // checkComesBack: while callers are requeued by events, the event brings a
@@ -38,18 +24,18 @@ func logRequeues(ctx context.Context, p *Pool[string, *client], on bool) *eventL
 // would: some event of its key lies between the Get's start and its
 // RetryAt. RetryAts from Close on are not checked: the pool sends nothing
 // after Close.
-func (l *eventLog) checkComesBack(rt *rapid.T, gets []*getRecord, closeAt time.Time) {
-	if !l.on {
+func (l eventLog) checkComesBack(rt *rapid.T, gets []*getRecord, closeAt time.Time) {
+	if l.ev == nil {
 		return
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.ev.mu.Lock()
+	defer l.ev.mu.Unlock()
 	for _, g := range gets {
 		if !g.done || g.retryAt.IsZero() || !g.retryAt.Before(closeAt) {
 			continue
 		}
 		found := false
-		for _, ev := range l.got {
+		for _, ev := range l.ev.got {
 			if ev.Key == g.key && !ev.Time.Before(g.start) && !ev.Time.After(g.retryAt) {
 				found = true
 				break
@@ -57,7 +43,7 @@ func (l *eventLog) checkComesBack(rt *rapid.T, gets []*getRecord, closeAt time.T
 		}
 		if !found {
 			rt.Fatalf("Get(%s) at %v: ErrWaitTimeout with RetryAt %v, and no event of the key in between (events %v)",
-				g.key, g.start, g.retryAt, l.got)
+				g.key, g.start, g.retryAt, l.ev.got)
 		}
 	}
 }
