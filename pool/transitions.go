@@ -36,7 +36,8 @@ func (p *Pool[K, C]) applyLocked(e *entry[K, C], tr breaker.Transition, span tra
 	case breaker.StateHalfOpen:
 		// Callers are still rejected; they should come back once the probe
 		// has surely ended, not in a busy loop (its success is announced):
-		// at its deadline, or a whole DialTimeout while it is queued.
+		// at its deadline, or the queue's bound on its end while it is
+		// queued (Pool.retryAt).
 		rej := &Error{Kind: ErrCircuitOpen, Cluster: e.name, RetryAt: tr.At.Add(e.set.dialTimeout)}
 		if c := e.ls.call; c != nil {
 			rej.retryAt = func() time.Time { return p.retryAt(c) }

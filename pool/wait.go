@@ -103,7 +103,8 @@ func (p *Pool[K, C]) plan(ctx context.Context, e *entry[K, C], call *call[K, C],
 	if est == 0 {
 		est = p.lat.estimate()
 	}
-	if est == 0 && !p.requeued() {
+	requeued := p.requeued()
+	if est == 0 && !requeued {
 		return time.Time{}, tracing.Acquired
 	}
 	end := start.Add(est)
@@ -111,7 +112,7 @@ func (p *Pool[K, C]) plan(ctx context.Context, e *entry[K, C], call *call[K, C],
 		return time.Time{}, tracing.Acquired
 	}
 	latest := p.retryAt(call)
-	if p.requeued() || latest.Before(end) {
+	if requeued || latest.Before(end) {
 		return latest, tracing.Skipped
 	}
 	return end, tracing.Skipped

@@ -71,7 +71,10 @@ func (r *run) result(strategy string, elapsed time.Duration, clients int, mem me
 	sc := r.sc
 	res := Result{Scenario: sc.Name, Strategy: strategy, Clusters: sc.Clusters, Objects: sc.Objects,
 		Dead: sc.Dead, Flap: sc.Flap, Seconds: elapsed.Seconds(), Down: sc.RecoverAt.Seconds(), AllReconciled: -1, Scale: r.cfg.Scale,
-		Dials: r.w.dials.Load(), DeadDials: r.w.deadDials.Load(), Probes: r.w.probes.Load(), Clients: clients}
+		Dials: r.w.dials.Load(), Probes: r.w.probes.Load(), Clients: clients}
+	for c := range r.w.downDials {
+		res.DeadDials += r.w.downDials[c].Load()
+	}
 	var all []time.Duration
 	var healthy, steady int
 	for _, st := range r.stats {

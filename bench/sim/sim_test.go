@@ -55,8 +55,9 @@ func TestDialsCountOnlyWithinTheRun(t *testing.T) {
 			}
 			time.Sleep(time.Minute)
 		}
-		if w.dials.Load() != 2 || w.deadDials.Load() != 1 {
-			t.Errorf("dials %d, dead %d; want the first round only (2, 1)", w.dials.Load(), w.deadDials.Load())
+		dead := w.downDials[0].Load() + w.downDials[1].Load()
+		if w.dials.Load() != 2 || dead != 1 {
+			t.Errorf("dials %d, dead %d; want the first round only (2, 1)", w.dials.Load(), dead)
 		}
 	})
 }

@@ -65,13 +65,12 @@ type World struct {
 	// not depending on which of two simultaneous timers ran first).
 	until time.Duration
 
-	dials     atomic.Int64
-	deadDials atomic.Int64 // dials of a cluster unreachable at the time
-	probes    atomic.Int64
+	dials  atomic.Int64
+	probes atomic.Int64
 	// firstDial and firstUp are each cluster's first dial and first
 	// successful dial, unscaled ns since start plus one; 0: none yet.
 	firstDial, firstUp []atomic.Int64
-	downDials          []atomic.Int64 // per cluster, the dials counted in deadDials
+	downDials          []atomic.Int64 // per cluster, dials while it was unreachable
 }
 
 // RecoverSpread: a Dead cluster of a scenario with RecoverAt becomes
@@ -159,7 +158,6 @@ func (w *World) Dial(ctx context.Context, c int) (*Client, error) {
 		w.dials.Add(1)
 		w.firstDial[c].CompareAndSwap(0, int64(now)+1)
 		if !w.Reachable(c) {
-			w.deadDials.Add(1)
 			w.downDials[c].Add(1)
 		}
 	}

@@ -37,7 +37,7 @@ func TestScenarios(t *testing.T) {
 		}
 		return
 	}
-	o.only, o.jsonOut = "^1-herd$", ""
+	o.only, o.jsonOut, o.mdOut = "^1-herd$", "", ""
 	var b strings.Builder
 	if err := o.table(context.Background(), &b, clock, run); err != nil {
 		t.Fatal(err)
