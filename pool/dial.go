@@ -165,6 +165,7 @@ func (p *Pool[K, C]) settleLocked(c *call[K, C], r result[C]) (toClose []C, res 
 		(e.reject.Load() == nil || (changed && tr.To == breaker.StateClosed))
 	if !r.canceled && !r.abandoned && current {
 		e.ls.lastTook = max(r.took, time.Nanosecond)
+		e.ls.probes.record(r.o, time.Now())
 	}
 	if stored {
 		e.client.Store(&r.client) // before applyLocked clears reject

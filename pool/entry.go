@@ -50,8 +50,9 @@ type entryState[K comparable, C any] struct {
 	// lastTook is how long the key's last dial took, whatever its outcome
 	// (0: none yet; a canceled dial does not count).
 	lastTook time.Duration
-	removed  bool // Remove ran and nothing used the entry since
-	dead     bool // deleted from the map: a Get that finds it retries
+	probes   probeLog // the key's dials and reported outcomes, for State
+	removed  bool     // Remove ran and nothing used the entry since
+	dead     bool     // deleted from the map: a Get that finds it retries
 }
 
 func (e *entry[K, C]) breakerState() breaker.State { return breaker.State(e.state.Load()) }

@@ -26,6 +26,19 @@ type ClusterState struct {
 	// NextProbe is when the pool will probe; zero unless the breaker is
 	// open.
 	NextProbe time.Time
+	// LastProbe is when the pool last learned whether the cluster works:
+	// a dial ended, or Report fed the breaker an outcome (see Report). It
+	// is zero until then. Cluster API's ClusterCache counts connect
+	// attempts and health checks the same way.
+	LastProbe time.Time
+	// LastProbeSuccess is when a dial last succeeded or Report last fed a
+	// success; zero if never.
+	LastProbeSuccess time.Time
+	// ProbeFailures counts the failed probes (dials and reported failures)
+	// since LastProbeSuccess. Unlike ConsecutiveFailures it goes on
+	// counting while the breaker is open, and an Ignored outcome leaves it
+	// as it is.
+	ProbeFailures uint32
 }
 
 // State returns key's state.
@@ -49,6 +62,9 @@ func (p *Pool[K, C]) State(key K) ClusterState {
 		ConsecutiveFailures: s.ConsecutiveFailures,
 		Opens:               s.Opens,
 		NextProbe:           s.OpenUntil,
+		LastProbe:           e.ls.probes.last,
+		LastProbeSuccess:    e.ls.probes.lastOK,
+		ProbeFailures:       e.ls.probes.failures,
 	}
 }
 

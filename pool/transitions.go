@@ -171,6 +171,7 @@ func (p *Pool[K, C]) Report(key K, err error) {
 	}
 	var toClose []C
 	if ticket, _, _, aerr := e.ls.brk.Allow(); aerr == nil {
+		e.ls.probes.record(o, time.Now())
 		if tr, changed := ticket.Record(o); changed {
 			toClose = p.applyLocked(e, tr, nil)
 		}
@@ -222,6 +223,7 @@ func (p *Pool[K, C]) Remove(key K) {
 	}
 	e.reject.Store(nil)
 	e.state.Store(int32(breaker.StateClosed))
+	e.ls.probes = probeLog{}
 	e.ls.removed = true
 	p.publishLocked(e, Removed, now)
 	p.reapLocked(e)
