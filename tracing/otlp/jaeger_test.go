@@ -41,7 +41,7 @@ func jaegerBinary(t *testing.T) string {
 		return b
 	}
 	root := repoRoot(t)
-	out := filepath.Join(root, "bin", "jaeger-v1.76.0")
+	out := filepath.Join(root, "bin", "jaeger-v1.75.0")
 	cmd := exec.Command("bash", filepath.Join(root, "hack", "build-tool.sh"), out, "hack/tools/jaeger",
 		"github.com/jaegertracing/jaeger/cmd/jaeger", "-ldflags", "-s -w")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
