@@ -65,9 +65,12 @@ crds:
 	mv examples/capi/config/crd.tmp/cluster.x-k8s.io_clusters.yaml examples/capi/config/crd/
 	rm -rf examples/capi/config/crd.tmp
 
-## lint: no tracked build output, gofmt, go vet and staticcheck (built into ./bin from hack/tools).
+## lint: no tracked build output, links that stay in the repository, no measured figure in a
+## library doc comment, gofmt, go vet and staticcheck (built into ./bin from hack/tools).
 lint: $(STATICCHECK) vet
 	bash hack/check-tracked.sh
+	bash hack/check-links.sh
+	bash hack/check-figures.sh
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(STATICCHECK) ./...

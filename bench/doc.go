@@ -1,7 +1,7 @@
 // Package bench measures clusterpool against the behaviour it replaces.
 //
 // [CCT] models Cluster API v1.8's ClusterCacheTracker client lookup
-// (controllers/remote, see ../shared/BACKGROUND.md): a map of accessors
+// (sigs.k8s.io/cluster-api/controllers/remote): a map of accessors
 // behind a sync.RWMutex and a keyed mutex taken with TryLock only, so that a
 // second caller during a client creation gets [ErrClusterLocked] at once.
 // The benchmarks in this package run it side by side with a clusterpool

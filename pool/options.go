@@ -24,10 +24,9 @@ const (
 	// clusters known to fail hold at most half of the normal lane, so at
 	// most 90 of them hang at once, fewer than ClusterCache's 100 workers:
 	// a fleet with more dead clusters than that capacity is dialed less
-	// often than ClusterCache dials it (bench/sim scenario 2 at 50 % dead:
-	// 1.17 vs 1.24 dials per dead cluster per minute, its wider first sweep
-	// included), and every healthy cluster is still connected sooner (31 s
-	// vs 50 s). 50 made it 1.26, 25 made the sweep 40 s.
+	// often than ClusterCache dials it, and every healthy cluster is still
+	// connected sooner. bench/sim scenario 2 measures both, with the other
+	// values tried (bench/README.md).
 	DefaultMaxSlowDials = 40
 )
 

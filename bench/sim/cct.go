@@ -9,7 +9,8 @@ import (
 	"github.com/clusterpool/clusterpool/bench"
 )
 
-// ClusterCacheTracker (Cluster API v1.8) timing, from ../shared/BACKGROUND.md.
+// ClusterCacheTracker (Cluster API v1.8) timing, as its source
+// (sigs.k8s.io/cluster-api v1.8.4, controllers/remote) hard-codes it.
 const (
 	// cctLockedRequeue: callers answer ErrClusterLocked with RequeueAfter 1 min.
 	cctLockedRequeue = time.Minute

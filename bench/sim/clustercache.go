@@ -9,8 +9,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 )
 
-// ClusterCache (Cluster API v1.9+) timing, from ../shared/BACKGROUND.md: all
-// hard-coded there.
+// ClusterCache (Cluster API v1.9+) timing, as its source
+// (sigs.k8s.io/cluster-api v1.14.2, controllers/clustercache) hard-codes it.
 const (
 	ccWorkers          = 100              // the ClusterCache reconciler's workers
 	ccRetryInterval    = 30 * time.Second // fixed connection retry, no growth, no jitter

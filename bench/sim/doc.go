@@ -16,10 +16,11 @@
 //     kube.Requeue, outcomes fed back with Report, events enqueueing objects
 //     as kube.Source does; plus labelled tuned variants.
 //
-// The timings of the first two follow ../shared/BACKGROUND.md, cited where
-// each constant is defined. RunVirtual runs one strategy on one Scenario in
+// The timings of the first two follow Cluster API's source (v1.8.4 and
+// v1.14.2), cited where each constant is defined. RunVirtual runs one strategy on one Scenario in
 // virtual time (a synctest bubble: durations exact, code free), which is
 // what `make bench-scenarios` reports; Run runs it in real time with every
 // duration multiplied by a time-scale factor (default 1/100), every figure
-// reported unscaled. Scenarios lists the five of issue 4.
+// reported unscaled. Scenarios lists the five
+// scenarios (bench/README.md describes them).
 package sim

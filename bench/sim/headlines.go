@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Headlines states the claims of issue 4 as ratios between results of the
+// Headlines states the benchmark's claims as ratios between results of the
 // same run: scenario 2's healthy throughput at 20 % dead against the
 // all-healthy run, scenario 1's time until all reconciled, scenario 3's
 // recovery latency.

@@ -51,7 +51,7 @@ func (sc Scenario) Strategies() []string {
 // plot; 0 is the all-healthy baseline.
 var DeadSweep = []float64{0, 0.1, 0.2, 0.3, 0.5}
 
-// Scenarios returns the five scenarios of issue 4, with scenario 2 expanded
+// Scenarios returns the five scenarios of bench/README.md, with scenario 2 expanded
 // over DeadSweep.
 func Scenarios() []Scenario {
 	s := []Scenario{{

@@ -15,10 +15,10 @@ import (
 // clusters with the same timing; only the way clients are obtained differs.
 const (
 	// DialLatency is how long creating a client for a reachable cluster
-	// takes (issue 4: 200 ms).
+	// takes (200 ms, the scenarios' assumption).
 	DialLatency = 200 * time.Millisecond
 	// DialTimeout bounds a dial of an unreachable cluster: CCT's
-	// defaultClientTimeout of 10 s (../shared/BACKGROUND.md), which is also
+	// defaultClientTimeout of 10 s (controllers/remote), which is also
 	// the pool's default DialTimeout and what ClusterCache's connect uses.
 	DialTimeout = 10 * time.Second
 	// RESTTimeout bounds a request on an established client to a cluster
