@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/clusterpool/clusterpool/internal/opt"
 )
 
 // Defaults of Options.
@@ -70,12 +72,17 @@ type Options struct {
 
 // validate fills the defaults of o and checks it.
 func (o *Options) validate() error {
-	if o.Group == "" {
-		o.Group = DefaultGroup
+	if err := o.withDefaults(); err != nil {
+		return err
 	}
-	if o.Namespace == "" {
-		o.Namespace = DefaultNamespace
-	}
+	return o.check()
+}
+
+// withDefaults sets every zero field of o to its default. It fails only
+// when Identity is empty and the host name is unknown.
+func (o *Options) withDefaults() error {
+	opt.Default(&o.Group, DefaultGroup)
+	opt.Default(&o.Namespace, DefaultNamespace)
 	if o.Identity == "" {
 		host, err := os.Hostname()
 		if err != nil {
@@ -83,18 +90,18 @@ func (o *Options) validate() error {
 		}
 		o.Identity = strings.ToLower(host)
 	}
-	if o.LeaseDuration == 0 {
-		o.LeaseDuration = DefaultLeaseDuration
-	}
-	if o.RenewDeadline == 0 {
-		o.RenewDeadline = o.LeaseDuration * 2 / 3
-	}
-	if o.RenewInterval == 0 {
-		o.RenewInterval = o.RenewDeadline / 4
-	}
+	opt.Default(&o.LeaseDuration, DefaultLeaseDuration)
+	opt.Default(&o.RenewDeadline, o.LeaseDuration*2/3)
+	opt.Default(&o.RenewInterval, o.RenewDeadline/4)
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
+	return nil
+}
+
+// check returns an error naming the first invalid field of o, defaults
+// applied.
+func (o *Options) check() error {
 	switch {
 	case len(validation.IsValidLabelValue(o.Group)) > 0:
 		return invalid("Group", o.Group, "must be a valid label value")
