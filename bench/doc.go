@@ -7,5 +7,5 @@
 // The benchmarks in this package run it side by side with a clusterpool
 // Pool and with a bare sync.Map load, the floor of any lock-free lookup.
 //
-// Run them with `make bench`; results and the machine are in README.md.
+// Run them with `make bench`; results and the machine are in bench/README.md.
 package bench

@@ -23,6 +23,9 @@
 //   - clusterpool.breaker.clusters (up-down counter) by clusterpool.breaker.state:
 //     how many clusters are in each breaker state
 //   - clusterpool.breaker.transitions (counter) by from and to state
+//   - clusterpool.callback.panics (counter) by callback: panics of user
+//     callbacks (dialer, OnClose, IsFailure, FormatKey, ForKey) the pool
+//     recovered
 //
 // The cluster key reaches telemetry only as the string the pool's key
 // formatter returns; it must never contain credentials.

@@ -10,7 +10,7 @@
 // rendezvous (highest-random-weight) hashing: a membership change moves only
 // the clusters of the member that came or went.
 //
-// Invariants (see README.md for the argument and its assumptions):
+// Invariants (see docs/sharding.md for the argument and its assumptions):
 //
 //   - No double ownership: at no instant do two replicas both answer
 //     [Sharder.Owns] true for one key. A joining (or rejoining) replica claims
