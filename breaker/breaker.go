@@ -58,8 +58,10 @@ const (
 	Ignored
 	// Trip is a Failure that opens a closed breaker at once, whatever the
 	// count, for MaxOpenTimeout: a failure so costly that repeating it soon
-	// helps nobody, such as a dial that hung until its deadline. With
-	// Settings.DisableTrip it is a plain Failure.
+	// helps nobody, such as a dial that hung until its deadline. Every
+	// later open period stays at MaxOpenTimeout until the breaker closes
+	// (periods never shrink). With Settings.DisableTrip it is a plain
+	// Failure.
 	Trip
 )
 
@@ -93,13 +95,14 @@ type Breaker struct {
 
 	mu        sync.Mutex // guards everything below and every call into cb
 	cb        *gobreaker.TwoStepCircuitBreaker[struct{}]
-	opens     uint32    // open periods in a row
-	openUntil time.Time // end of the current open period
-	openedAt  time.Time // start of the current open period
-	hookTo    State     // last state gobreaker reported through OnStateChange
-	hooked    bool      // OnStateChange ran during the current call
-	reported  State     // state most recently returned in a Transition
-	trip      bool      // the outcome being recorded is a Trip
+	opens     uint32        // open periods in a row
+	openFor   time.Duration // length of the last open period; 0 while closed
+	openUntil time.Time     // end of the current open period
+	openedAt  time.Time     // start of the current open period
+	hookTo    State         // last state gobreaker reported through OnStateChange
+	hooked    bool          // OnStateChange ran during the current call
+	reported  State         // state most recently returned in a Transition
+	trip      bool          // the outcome being recorded is a Trip
 }
 
 // New returns a closed Breaker, or an error matching [ErrInvalidSettings]
@@ -265,12 +268,15 @@ func (b *Breaker) finish(done func(error), err error, trip bool) (Transition, bo
 		if trip { // no quick retry of a request that hung
 			base = b.s.MaxOpenTimeout
 		}
-		d := openPeriod(b.opens, base, b.s.MaxOpenTimeout, b.s.Jitter)
-		b.openUntil, b.openedAt = now.Add(d), now
+		// Never shorter than the period before it until the breaker
+		// closes: after a Trip's MaxOpenTimeout a plain failed probe must
+		// not bring the probes back sooner (nor may jitter).
+		d := max(openPeriod(b.opens, base, b.s.MaxOpenTimeout, b.s.Jitter), b.openFor)
+		b.openFor, b.openUntil, b.openedAt = d, now.Add(d), now
 		return Transition{From: from, To: StateOpen, OpenFor: d, At: now}, true
 	case StateClosed:
 		b.reported = StateClosed
-		b.opens, b.openUntil = 0, time.Time{}
+		b.opens, b.openFor, b.openUntil = 0, 0, time.Time{}
 		return Transition{From: from, To: StateClosed, At: now}, true
 	}
 	return Transition{}, false

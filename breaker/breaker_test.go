@@ -320,8 +320,10 @@ func record(t *testing.T, b *Breaker, o Outcome) (Transition, bool) {
 
 // A Trip (a request that hung until its deadline) opens a closed breaker
 // at once for MaxOpenTimeout, and re-opens it for MaxOpenTimeout after a
-// probe that hung; a probe that failed fast gets the growing period. With
-// DisableTrip a Trip is one failure among ConsecutiveFailures.
+// probe that hung; a probe that then fails fast keeps MaxOpenTimeout (an
+// open period never shrinks until the breaker closes), and so does every
+// later one. With DisableTrip a Trip is one failure among
+// ConsecutiveFailures.
 func TestTripOpensAtOnceForMaxOpenTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := Settings{ConsecutiveFailures: 5, OpenTimeout: time.Second, MaxOpenTimeout: 8 * time.Second, DisableJitter: true}
@@ -329,7 +331,7 @@ func TestTripOpensAtOnceForMaxOpenTimeout(t *testing.T) {
 		for _, step := range []struct {
 			o    Outcome
 			open time.Duration
-		}{{Trip, 8 * time.Second}, {Failure, 2 * time.Second}, {Trip, 8 * time.Second}, {Failure, 8 * time.Second}} {
+		}{{Trip, 8 * time.Second}, {Failure, 8 * time.Second}, {Trip, 8 * time.Second}, {Failure, 8 * time.Second}} {
 			tr, ok := record(t, b, step.o)
 			if !ok || tr.To != StateOpen || tr.OpenFor != step.open {
 				t.Fatalf("outcome %d: transition %+v (%v), want open for %v", step.o, tr, ok, step.open)
@@ -346,6 +348,47 @@ func TestTripOpensAtOnceForMaxOpenTimeout(t *testing.T) {
 		}
 		if tr, ok := record(t, b, Trip); !ok || tr.OpenFor != time.Second {
 			t.Fatalf("DisableTrip: fifth Trip: %+v (%v), want open for the first period 1s", tr, ok)
+		}
+	})
+}
+
+// Issue 23, item 2: an open period is never shorter than the one before it
+// until the breaker closes. A request that hung (Trip) opens the breaker for
+// MaxOpenTimeout; a probe that is then refused at once must not bring the
+// next probe closer (it used to re-open for OpenTimeout·2^(n-1)). Large
+// jitter must not shorten a period either. After a success the periods
+// start again from OpenTimeout.
+func TestOpenPeriodNeverShrinksUntilClosed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, Settings{ConsecutiveFailures: 1, OpenTimeout: 4 * time.Second, MaxOpenTimeout: 40 * time.Second})
+		tr, _ := record(t, b, Trip)
+		if tr.OpenFor != 40*time.Second {
+			t.Fatalf("Trip: open for %v, want 40s", tr.OpenFor)
+		}
+		time.Sleep(tr.OpenFor)
+		if tr, _ = record(t, b, Failure); tr.To != StateOpen || tr.OpenFor < 40*time.Second {
+			t.Fatalf("probe refused after a Trip: %+v, want open for at least 40s", tr)
+		}
+		time.Sleep(tr.OpenFor)
+		record(t, b, Success) // closes: the periods start again
+		if tr, _ = record(t, b, Failure); tr.OpenFor > 4*time.Second*12/10 {
+			t.Fatalf("first period after closing: %v, want about 4s", tr.OpenFor)
+		}
+
+		// Jitter near 1 would make a period shorter than the last one in
+		// most runs of this length.
+		b = mustNew(t, Settings{ConsecutiveFailures: 1, OpenTimeout: time.Second, MaxOpenTimeout: time.Hour, Jitter: 0.9})
+		for run := range 20 {
+			var last time.Duration
+			for n := range 6 {
+				tr, _ := record(t, b, Failure)
+				if tr.OpenFor < last {
+					t.Fatalf("run %d, period %d: %v after %v: the open period shrank", run, n+1, tr.OpenFor, last)
+				}
+				last = tr.OpenFor
+				time.Sleep(tr.OpenFor)
+			}
+			record(t, b, Success)
 		}
 	})
 }

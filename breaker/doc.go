@@ -5,7 +5,9 @@
 // at [Settings.OpenTimeout], doubles with ±20 % jitter after every failed
 // half-open probe and never exceeds [Settings.MaxOpenTimeout] (a period at the
 // cap is exact, so the cap bounds both the probe rate and the time to notice a
-// recovery), and state changes
+// recovery), is never shorter than the period before it until the breaker
+// closes (neither jitter nor a plain failure after a Trip shortens it), and
+// state changes
 // returned to the caller as values instead of callbacks run under a lock.
 //
 // gobreaker keeps the counts, classifies outcomes and owns the half-open
@@ -22,8 +24,9 @@
 //	Closed --ConsecutiveFailures failures, or one Trip--> Open
 //	Open --open period over--> HalfOpen (the next Allow is the single probe)
 //	HalfOpen --probe succeeds--> Closed (open period reset to OpenTimeout)
-//	HalfOpen --probe fails--> Open (open period doubled, capped;
-//	                                 MaxOpenTimeout after a Trip)
+//	HalfOpen --probe fails--> Open (open period doubled, capped, never
+//	                                 shorter than the last one;
+//	                                 MaxOpenTimeout for a Trip)
 //
 // A probe that never reports keeps the Breaker half-open and rejecting for
 // ever; callers must bound every request they make with a ticket (the pool

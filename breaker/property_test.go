@@ -19,6 +19,10 @@ import (
 //   - the breaker opens after exactly ConsecutiveFailures counted failures
 //     in a row of tickets issued while closed;
 //   - the n-th open period in a row is base·2^(n-1) ±jitter, capped; exact at the cap;
+//     a Trip's is exactly the cap;
+//   - an open period is never shorter than the one before it until the
+//     breaker closes (issue 23: a failed probe after a Trip, or jitter,
+//     used to shorten it);
 //   - while open it rejects until the period ends, then grants exactly one
 //     probe at a time.
 func TestBreakerProperties(t *testing.T) {
@@ -39,6 +43,7 @@ func TestBreakerProperties(t *testing.T) {
 			"allow":   m.allow,
 			"done":    m.done,
 			"discard": m.discard,
+			"trip":    m.trip,
 			"advance": func(rt *rapid.T) {
 				time.Sleep(time.Duration(rapid.Int64Range(0, int64(3*s.MaxOpenTimeout)).Draw(rt, "sleep")))
 			},
@@ -60,6 +65,7 @@ type model struct {
 	gen      int
 	failures uint32 // counted failures in a row while closed
 	opens    uint32
+	last     time.Duration // the last open period since the breaker closed
 	until    time.Time
 	out      []ticket
 }
@@ -152,12 +158,38 @@ func (m *model) done(rt *rapid.T) {
 	if !changed {
 		return
 	}
+	m.opened(rt, want, tr, false)
+}
+
+// trip records a Trip (a request that hung) for a random outstanding
+// ticket: it opens a closed breaker at once, re-opens a half-open one, and
+// the period is exactly MaxOpenTimeout.
+func (m *model) trip(rt *rapid.T) {
+	t, ok := m.take(rt)
+	if !ok {
+		return
+	}
+	tr, changed := t.t.Record(Trip)
+	wantChange := t.gen == m.gen && m.state != StateOpen
+	if changed != wantChange || (changed && (tr.From != m.state || tr.To != StateOpen)) {
+		rt.Fatalf("Trip in %v (stale %v): %+v changed %v; want change %v to open",
+			m.state, t.gen != m.gen, tr, changed, wantChange)
+	}
+	if changed {
+		m.opened(rt, StateOpen, tr, true)
+	}
+}
+
+// opened applies a transition to want (open or closed) to the model and
+// checks the open period.
+func (m *model) opened(rt *rapid.T, want State, tr Transition, trip bool) {
 	if want == StateOpen {
 		m.opens++
-		m.checkOpenFor(rt, tr.OpenFor)
+		m.checkOpenFor(rt, tr.OpenFor, trip)
 		m.until = tr.At.Add(tr.OpenFor)
+		m.last = tr.OpenFor
 	} else {
-		m.opens = 0
+		m.opens, m.last = 0, 0
 	}
 	m.transition(want)
 }
@@ -174,8 +206,22 @@ func (m *model) transition(to State) {
 	m.failures = 0
 }
 
-// checkOpenFor checks the n-th open period against the documented bounds.
-func (m *model) checkOpenFor(rt *rapid.T, d time.Duration) {
+// checkOpenFor checks the n-th open period against the documented bounds:
+// never shorter than the last one, exactly the cap for a Trip, else the
+// jittered nominal period (or the last one, if that is longer).
+func (m *model) checkOpenFor(rt *rapid.T, d time.Duration, trip bool) {
+	if d < m.last {
+		rt.Fatalf("open period #%d = %v, shorter than the one before it (%v)", m.opens, d, m.last)
+	}
+	if trip {
+		if d != m.s.MaxOpenTimeout {
+			rt.Fatalf("open period #%d after a Trip = %v, want exactly %v", m.opens, d, m.s.MaxOpenTimeout)
+		}
+		return
+	}
+	if d == m.last {
+		return // held at the last period
+	}
 	nominal := m.s.OpenTimeout
 	for i := uint32(1); i < m.opens && nominal < m.s.MaxOpenTimeout; i++ {
 		nominal *= 2

@@ -29,7 +29,9 @@ type Settings struct {
 	OpenTimeout time.Duration
 
 	// MaxOpenTimeout caps the open period, which doubles after every failed
-	// probe. Zero means DefaultMaxOpenTimeout (30s, or OpenTimeout if that is
+	// probe and is never shorter than the period before it until the
+	// breaker closes (after a Trip's MaxOpenTimeout, every failed probe
+	// keeps MaxOpenTimeout, whatever its error). Zero means DefaultMaxOpenTimeout (30s, or OpenTimeout if that is
 	// longer). It must not be below OpenTimeout. A period at the cap is exact
 	// (not jittered), so the cap is the worst-case delay between a dead
 	// cluster coming back and the pool noticing, and one probe per cap (plus

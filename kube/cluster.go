@@ -2,10 +2,12 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -92,18 +94,22 @@ func (c *Cluster) Readyz(ctx context.Context) error {
 	return readyz(withClass(ctx, reqguard.Unreported), c.httpClient, c.config.Host)
 }
 
+// readyz checks host's /readyz with hc. Its errors quote no URL with
+// userinfo or a query (see redactURL).
 func readyz(ctx context.Context, hc *http.Client, host string) error {
 	u, err := url.Parse(host)
 	if err != nil {
 		return fmt.Errorf("kube: readyz: server URL does not parse")
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.JoinPath("readyz").String(), nil)
+	u = u.JoinPath("readyz")
+	u.RawQuery, u.ForceQuery, u.Fragment = "", false, "" // client-go drops a server's query too
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return fmt.Errorf("kube: readyz request: %w", err)
+		return fmt.Errorf("kube: readyz request could not be made")
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("kube: readyz: %w", err)
+		return fmt.Errorf("kube: readyz: %w", redactURL(err))
 	}
 	defer resp.Body.Close()
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
@@ -117,3 +123,34 @@ func readyz(ctx context.Context, hc *http.Client, host string) error {
 	}
 	return fmt.Errorf("kube: readyz: HTTP %d", resp.StatusCode)
 }
+
+// redactURL returns err with the URL of its *url.Error (http.Client's,
+// which masks a password but keeps the user name and the query) reduced to
+// scheme, host and path: no URL in a dial error carries userinfo or a
+// query. A *url.Error is replaced by a redacted one (errors.Is, errors.As
+// and Timeout see through it as before); an error that wraps one keeps its
+// chain under the redacted text. Other errors are returned as they are.
+func redactURL(err error) error {
+	var ue *url.Error
+	if !errors.As(err, &ue) {
+		return err
+	}
+	safe := "<server URL>"
+	if u, perr := url.Parse(ue.URL); perr == nil {
+		u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+		safe = u.String()
+	}
+	if ue == err {
+		return &url.Error{Op: ue.Op, URL: safe, Err: ue.Err}
+	}
+	return &redactedError{msg: strings.ReplaceAll(err.Error(), ue.URL, safe), cause: err}
+}
+
+// redactedError is an error whose text had a URL redacted.
+type redactedError struct {
+	msg   string
+	cause error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.cause }

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -107,6 +109,9 @@ func ParseKubeconfig(data []byte) (*rest.Config, error) {
 // and name a cluster with an https server (http with AllowInsecureTLS)
 // and, if any, a user that exists; no other entry reaches client-go.
 //
+// The server must be an https URL whose port, if given, is in 1–65535,
+// with no userinfo, query or fragment.
+//
 // Its error matches ErrInvalidKubeconfig (and ErrKubeconfigRefused for a
 // refusal), names fields only, and never contains any of data: parser
 // messages can quote the input, so they are not passed on.
@@ -143,6 +148,39 @@ func ParseKubeconfigWith(data []byte, policy KubeconfigPolicy) (cfg *rest.Config
 	return cfg, nil
 }
 
+// checkServer refuses a server URL that is not an absolute http(s) URL
+// with a host, whose port (if given) is not in 1–65535, or that carries
+// userinfo, a query or a fragment: credentials belong in the user entry
+// (Go's HTTP client would send userinfo as basic auth, and errors quote
+// URLs), and client-go drops a query from its requests anyway. The error
+// names the part, never the value.
+func checkServer(server string) error {
+	u, err := url.Parse(server)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return fmt.Errorf("%w: server is not an https URL", ErrInvalidKubeconfig)
+	}
+	if u.User != nil {
+		return fmt.Errorf("%w: server carries userinfo (put credentials in the user entry)", ErrInvalidKubeconfig)
+	}
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		return fmt.Errorf("%w: server carries a query or a fragment", ErrInvalidKubeconfig)
+	}
+	if !validPort(u) {
+		return fmt.Errorf("%w: server port is not in 1-65535", ErrInvalidKubeconfig)
+	}
+	return nil
+}
+
+// validPort reports whether u has no port, or one in 1–65535 (url.Parse
+// takes any digits, and an empty port after the colon).
+func validPort(u *url.URL) bool {
+	if u.Port() == "" {
+		return !strings.HasSuffix(u.Host, ":")
+	}
+	port, err := strconv.Atoi(u.Port())
+	return err == nil && port >= 1 && port <= 65535
+}
+
 // currentOnly returns a kubeconfig holding only raw's current context, its
 // cluster and its user, under fixed names, so that no other entry (and no
 // default of client-go's, such as $KUBERNETES_MASTER) can be used.
@@ -158,8 +196,8 @@ func currentOnly(raw *clientcmdapi.Config) (*clientcmdapi.Config, error) {
 	if cluster.Server == "" {
 		return nil, fmt.Errorf("%w: no server", ErrInvalidKubeconfig)
 	}
-	if u, err := url.Parse(cluster.Server); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, fmt.Errorf("%w: server is not an https URL", ErrInvalidKubeconfig)
+	if err := checkServer(cluster.Server); err != nil {
+		return nil, err
 	}
 	user := clientcmdapi.NewAuthInfo()
 	if kctx.AuthInfo != "" {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // ErrAbandoned is matched by the error of Close or Shutdown when dialers
@@ -24,12 +25,17 @@ func (p *Pool[K, C]) Close() error {
 	return p.Shutdown(ctx)
 }
 
-// Shutdown cancels every dial, queued or running, wakes every waiter with
-// ErrClosed, stops every probe and subscription, waits until every dialer
-// has returned or ctx is done, then passes every cached client to OnClose.
-// Dialers still running when ctx is done are abandoned: their dials end as
-// ErrClosed, and the returned error matches ErrAbandoned and names their
-// clusters. Get after Shutdown returns ErrClosed. A second call waits for
+// Shutdown cancels every dial, queued or running (no dial starts once it
+// began), wakes every waiter with ErrClosed, stops every probe and
+// subscription, waits until every dialer has returned or ctx is done, then
+// passes every cached client to OnClose. Dialers still running when ctx is
+// done are abandoned: their dials end as ErrClosed, and the returned error
+// matches ErrAbandoned and names their clusters. A ctx that is already
+// done waits for no dialer: every dialer still running is abandoned,
+// including those that honour their context and would have returned at
+// once; the error then says they were still running, and claims that they
+// ignore their context only when they had DialTimeout to return (as with
+// Close). Get after Shutdown returns ErrClosed. A second call waits for
 // the first one (or its own ctx) and returns the same error.
 func (p *Pool[K, C]) Shutdown(ctx context.Context) error {
 	first := false
@@ -42,11 +48,17 @@ func (p *Pool[K, C]) Shutdown(ctx context.Context) error {
 			return fmt.Errorf("pool: shutdown: %w", ctx.Err())
 		}
 	}
+	// The lanes close first: no dial starts once Shutdown began. Above all
+	// not before the dials' context is canceled: a dialer that honours
+	// ctx returns at once and frees its slot, which must not start a
+	// queued dial (with a canceled context, or with a dialer that ignores
+	// it and would outlive Close).
+	queued, _ := p.closeLanes()
 	p.mu.Lock()
 	p.closed.Store(true)
 	p.mu.Unlock()
 	p.cancel()
-	queued, _ := p.closeLanes()
+	canceledAt := time.Now()
 	for _, c := range queued {
 		p.finish(c, result[C]{canceled: true})
 	}
@@ -71,17 +83,30 @@ func (p *Pool[K, C]) Shutdown(ctx context.Context) error {
 		p.entries.Delete(k)
 		return true
 	})
-	if len(abandoned) > 0 {
-		names := make([]string, len(abandoned))
-		for i, c := range abandoned {
-			names[i] = c.e.name
-		}
-		slices.Sort(names)
-		p.shutdownErr = fmt.Errorf("%w: %d did not return (they ignore their context): %s",
-			ErrAbandoned, len(names), strings.Join(names, ", "))
-	}
+	p.shutdownErr = p.abandonedError(abandoned, time.Since(canceledAt))
 	close(p.shutdownDone)
 	return p.shutdownErr
+}
+
+// abandonedError is the error of a Shutdown that abandoned the dialers of
+// calls, waited after canceling their context, or nil if there are none.
+// It says a dialer ignores its context only if it had DialTimeout to
+// return (Close's bound): a Shutdown whose ctx was done at once, or soon,
+// gave dialers that honour their context no time to do so.
+func (p *Pool[K, C]) abandonedError(calls []*call[K, C], waited time.Duration) error {
+	if len(calls) == 0 {
+		return nil
+	}
+	names := make([]string, len(calls))
+	for i, c := range calls {
+		names[i] = c.e.name
+	}
+	slices.Sort(names)
+	why := "still running when the shutdown's context ended"
+	if waited >= p.opts.DialTimeout {
+		why = fmt.Sprintf("did not return within %v of being canceled (they ignore their context)", p.opts.DialTimeout)
+	}
+	return fmt.Errorf("%w: %d %s: %s", ErrAbandoned, len(names), why, strings.Join(names, ", "))
 }
 
 // awaitDialers waits until every dial goroutine has returned or ctx is

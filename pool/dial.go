@@ -200,7 +200,7 @@ func (p *Pool[K, C]) settleLocked(c *call[K, C], r result[C]) (toClose []C, res 
 		if changed && tr.To == breaker.StateOpen {
 			de.RetryAt = tr.At.Add(tr.OpenFor)
 		} else if current && !r.canceled {
-			p.publishLocked(e, DialFailed, time.Now())
+			p.dialFailedLocked(e)
 		}
 		c.endLocked(zero, de)
 	}
@@ -210,6 +210,17 @@ func (p *Pool[K, C]) settleLocked(c *call[K, C], r result[C]) (toClose []C, res 
 	e.ls.pending--
 	p.reapLocked(e)
 	return toClose, dialResult(r)
+}
+
+// dialFailedLocked publishes DialFailed for a failed dial of e that left
+// the breaker as it was, if it is closed. A dial that was in flight when
+// Report opened the breaker fails with the breaker open (or half-open, its
+// probe out): BreakerOpened has told subscribers already, and DialFailed
+// means the breaker is closed.
+func (p *Pool[K, C]) dialFailedLocked(e *entry[K, C]) {
+	if e.breakerState() == breaker.StateClosed {
+		p.publishLocked(e, DialFailed, time.Now())
+	}
 }
 
 func dialResult[C any](r result[C]) tracing.DialResult {

@@ -44,22 +44,26 @@
 //     and the pool runs the half-open probe in the background when the open
 //     period ends (or at once on Probe); every probe ends in a decision, and
 //     the open period doubles (with jitter, capped; exact at the cap) after
-//     every failed one. A dial or probe that hung until its deadline (or
+//     every failed one, and is never shorter than the one before it until
+//     the breaker closes. A dial or probe that hung until its deadline (or
 //     ended with a timeout error of its own after at least half of
 //     DialTimeout) opens the breaker at once for its longest period
 //     (breaker.Trip).
 //   - No user callback (dialer, OnClose, IsFailure, FormatKey, ForKey) runs
 //     with a pool lock held; a panic in one is recovered and counted.
+//     ForKey is called once per key the pool starts holding state for,
+//     also when its first Gets race.
 //   - Every client a dial returned is either cached, or passed to
 //     Options.OnClose exactly once; a cached client is passed to OnClose
 //     exactly once when it leaves the pool (eviction, Remove, Close).
 //   - A Get that returns without waiting (a done context, an instant
 //     rejection) keeps no state; Report never creates state; nothing is
-//     created after Close.
+//     created, and no dial starts, once Close began.
 //   - Close and Shutdown return within their bound whatever the dialers do,
-//     after every other goroutine of the pool has exited; dialers that
-//     ignore their context past the bound are named in the error
-//     (ErrAbandoned).
+//     after every other goroutine of the pool has exited; dialers still
+//     running at the bound are named in the error (ErrAbandoned).
+//   - Events agree with the state they carry: DialFailed is sent only
+//     with the breaker closed (see DialFailed).
 //
 // Errors are sentinel values matched with errors.Is: [ErrWaitTimeout],
 // [ErrCircuitOpen], [ErrClosed], [ErrRemoved], [ErrDialFailed] (wrapping the

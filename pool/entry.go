@@ -3,6 +3,7 @@ package pool
 import (
 	"container/list"
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -110,12 +111,75 @@ func (c *call[K, C]) endLocked(client C, err error) {
 	close(c.done)
 }
 
-// entry returns key's entry, creating it if needed. It fails only when
-// Options.ForKey gives invalid settings for a new key; nothing is kept then.
-func (p *Pool[K, C]) entry(key K) (*entry[K, C], error) {
+// entry returns key's entry, creating it if needed. It fails when
+// Options.ForKey gives invalid settings for a new key (nothing is kept
+// then), when the pool is closed, and when ctx ends or MaxWait passes while
+// another caller creates the key's entry.
+//
+// ForKey is called once per entry: the first caller of a new key runs it
+// (and FormatKey), without any lock, and callers of the same key that come
+// meanwhile wait for its answer, the error included, instead of calling it
+// again. Callers of other keys are not held up.
+func (p *Pool[K, C]) entry(ctx context.Context, key K) (*entry[K, C], error) {
 	if v, ok := p.entries.Load(key); ok {
 		return v.(*entry[K, C]), nil
 	}
+	mine := &creation[K, C]{done: make(chan struct{})}
+	v, loaded := p.creating.LoadOrStore(key, mine)
+	if !loaded {
+		return p.create(key, mine)
+	}
+	return p.awaitCreation(ctx, key, v.(*creation[K, C]))
+}
+
+// awaitCreation waits for another caller's creation of key's entry, at
+// most MaxWait or until ctx ends (ErrWaitTimeout, wrapping ctx's deadline
+// if that was the bound; a canceled ctx's error as it is) or the pool
+// closes.
+func (p *Pool[K, C]) awaitCreation(ctx context.Context, key K, cr *creation[K, C]) (*entry[K, C], error) {
+	timer := time.NewTimer(p.opts.MaxWait)
+	defer timer.Stop()
+	var cause error
+	select {
+	case <-cr.done:
+		return cr.e, cr.err
+	case <-ctx.Done():
+		if cause = ctx.Err(); !errors.Is(cause, context.DeadlineExceeded) {
+			return nil, cause
+		}
+	case <-timer.C:
+	case <-p.ctx.Done():
+		return nil, &Error{Kind: ErrClosed, Cluster: p.format(key)}
+	}
+	return nil, &Error{Kind: ErrWaitTimeout, Cluster: p.format(key), Cause: cause, RetryAt: time.Now().Add(p.opts.MaxWait)}
+}
+
+// creation is a new entry being made by the first caller of its key; the
+// others wait for done, then read e and err.
+type creation[K comparable, C any] struct {
+	done chan struct{}
+	e    *entry[K, C]
+	err  error
+}
+
+// create makes key's entry for cr, whose slot in p.creating it holds, and
+// publishes the answer to cr's waiters. The entry is in p.entries before
+// cr leaves p.creating, so that a caller who misses both finds it.
+func (p *Pool[K, C]) create(key K, cr *creation[K, C]) (*entry[K, C], error) {
+	defer func() {
+		p.creating.Delete(key)
+		close(cr.done)
+	}()
+	if v, ok := p.entries.Load(key); ok { // made since our miss
+		cr.e = v.(*entry[K, C])
+		return cr.e, nil
+	}
+	cr.e, cr.err = p.newEntry(key)
+	return cr.e, cr.err
+}
+
+// newEntry makes key's entry and stores it, running FormatKey and ForKey.
+func (p *Pool[K, C]) newEntry(key K) (*entry[K, C], error) {
 	name := p.format(key)
 	set, err := p.settingsFor(key, name)
 	if err != nil {
@@ -128,7 +192,7 @@ func (p *Pool[K, C]) entry(key K) (*entry[K, C], error) {
 	e := &entry[K, C]{key: key, name: name, set: set, sem: semaphore.NewWeighted(p.opts.MaxConcurrentDials)}
 	e.ls.brk = brk
 	v, loaded := p.entries.LoadOrStore(key, e)
-	if loaded {
+	if loaded { // cannot happen while creations are coalesced; harmless
 		return v.(*entry[K, C]), nil
 	}
 	p.rec.ClusterAdded(breaker.StateClosed.String())

@@ -27,10 +27,16 @@ const (
 	// Removed: Remove forgot the cluster (not connected, breaker reset).
 	Removed
 	// DialFailed: a dial failed and the breaker stayed closed (had it
-	// opened, BreakerOpened says so). With Connected and BreakerOpened it
-	// makes every end of a dial an event, so that callers sent away with
-	// ErrWaitTimeout while it ran are brought back by it, whatever its
-	// outcome, before their RetryAfter.
+	// opened, BreakerOpened says so): Breaker is always closed in it. A
+	// dial that was in flight when Report opened the breaker, and then
+	// fails, sends no event: the breaker is open (or half-open, its probe
+	// out), BreakerOpened was sent when it opened, and the probe's outcome
+	// will be sent (BreakerClosed or BreakerOpened). With Connected and
+	// BreakerOpened it makes every end of a dial an event, so that callers
+	// sent away with ErrWaitTimeout while it ran are brought back by it,
+	// whatever its outcome, before their RetryAfter (those of a dial that
+	// outlived the breaker's opening were sent away before it opened, and
+	// BreakerOpened brings them back).
 	DialFailed
 )
 

@@ -85,10 +85,16 @@ type Options[K comparable, C any] struct {
 	Breaker breaker.Settings
 
 	// ForKey, if set, gives per-cluster overrides (a known-slow edge
-	// cluster, say). It is called once when the pool first holds state
-	// for a key, without any lock held. Invalid overrides, or a panic, make
-	// the Get fail with an error matching ErrInvalidOptions that names the
-	// cluster and the field; nothing is kept for the key.
+	// cluster, say). It is called once each time the pool starts holding
+	// state for a key (again only after Remove forgot it), without
+	// any lock held, by the first Get or Probe of the key; a Get of the same
+	// key that comes while it runs waits for its answer (at most MaxWait,
+	// or until its ctx ends: ErrWaitTimeout) instead of calling it again.
+	// Gets of other keys are not held up. Invalid overrides, or a panic,
+	// make the Get (and those that waited for the answer) fail with an
+	// error matching ErrInvalidOptions that names the cluster and the
+	// field; nothing is kept for the key, so the next Get calls ForKey
+	// again.
 	ForKey func(key K) Overrides
 
 	// OnClose is called exactly once for every client that leaves the pool

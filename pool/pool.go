@@ -2,12 +2,14 @@ package pool
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/clusterpool/clusterpool/breaker"
 	"github.com/clusterpool/clusterpool/tracing"
 )
 
@@ -28,8 +30,9 @@ type Pool[K comparable, C any] struct {
 	rec  *tracing.Recorder
 	lat  latency
 
-	entries sync.Map // K -> *entry[K, C]
-	lanes   lanes[K, C]
+	entries  sync.Map // K -> *entry[K, C]
+	creating sync.Map // K -> *creation[K, C]: entries being made (ForKey runs)
+	lanes    lanes[K, C]
 
 	// ctx is the one shutdown signal: the parent of every dial, canceled by
 	// Close; its Done channel wakes waiters and subscribers. closed is set
@@ -44,6 +47,11 @@ type Pool[K comparable, C any] struct {
 	dialerOut chan struct{}            // closed and replaced when a dialer returns after Close
 	subs      map[*subscriber[K]]struct{}
 	requeuers atomic.Int32 // open SubscribeRequeue subscriptions
+
+	// observe, if set (by this package's tests, before any call), sees
+	// every breaker transition the pool applies, and Remove's reset as a
+	// transition to closed, in order, with the entry's mu held.
+	observe func(key K, tr breaker.Transition)
 
 	shutdownOnce sync.Once
 	shutdownDone chan struct{} // closed once Shutdown finished its work
@@ -93,7 +101,9 @@ func New[K comparable, C any](dial DialFunc[K, C], opts Options[K, C]) (*Pool[K,
 // cannot predict yet, and RetryAfter is the latest the dial can end.
 //
 // A Get whose ctx is already done when it would have to wait returns
-// ctx.Err() as it is, starts nothing and keeps no state.
+// ctx.Err() as it is, starts nothing and keeps no state. The first Get of a
+// key runs Options.ForKey; a Get of the key that comes meanwhile waits for
+// that answer within the same bound.
 //
 // Errors: ErrWaitTimeout (the dial goes on), ErrCircuitOpen, ErrDialFailed,
 // ErrClosed, ErrRemoved, ErrInvalidOptions (Options.ForKey), or ctx's error.
@@ -127,13 +137,9 @@ func (p *Pool[K, C]) miss(ctx context.Context, key K) (C, error) {
 	if err := ctx.Err(); err != nil {
 		return zero, err // nothing started, nothing kept
 	}
-	e, err := p.entry(key)
+	e, err := p.entry(ctx, key)
 	if err != nil {
-		o := tracing.Invalid
-		if p.closed.Load() {
-			o = tracing.Closed
-		}
-		p.rec.EndWait(p.rec.StartWait(ctx, p.format(key)), o, 0, "", trace.SpanContext{})
+		p.rec.EndWait(p.rec.StartWait(ctx, p.format(key)), p.entryOutcome(ctx, err), 0, "", trace.SpanContext{})
 		return zero, err
 	}
 	start := time.Now()
@@ -141,6 +147,21 @@ func (p *Pool[K, C]) miss(ctx context.Context, key K) (C, error) {
 	c, o, dial, err := p.wait(ctx, e)
 	p.rec.EndWait(span, o, time.Since(start), e.breakerState().String(), dial)
 	return c, err
+}
+
+// entryOutcome is the outcome of a Get that got no entry: invalid
+// overrides, the pool closed, or its wait for another caller's ForKey
+// ended (its ctx, or MaxWait).
+func (p *Pool[K, C]) entryOutcome(ctx context.Context, err error) tracing.Outcome {
+	switch {
+	case p.closed.Load():
+		return tracing.Closed
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return p.ctxOutcome(err)
+	case errors.Is(err, ErrWaitTimeout):
+		return tracing.Timeout
+	}
+	return outcomeOf(err)
 }
 
 // track counts one more pool goroutine (or pending timer) unless the pool

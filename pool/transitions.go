@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"context"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -16,6 +17,9 @@ func (p *Pool[K, C]) applyLocked(e *entry[K, C], tr breaker.Transition, span tra
 	var toClose []C
 	e.state.Store(int32(tr.To))
 	p.rec.Transition(span, e.name, tr.From.String(), tr.To.String(), tr.OpenFor)
+	if p.observe != nil {
+		p.observe(e.key, tr)
+	}
 	switch tr.To {
 	case breaker.StateOpen:
 		// Once the open period is over the probe is due: come back after
@@ -113,7 +117,9 @@ func (p *Pool[K, C]) probeLocked(e *entry[K, C], gen uint64) []C {
 // waiting: an open breaker's probe is brought forward (coalesced with a
 // probe already out), and a cluster that is not connected and has no dial
 // in flight is dialed. It does nothing for a connected cluster, one with a
-// dial in flight, or after Close. Use it when something outside the pool
+// dial in flight, or after Close. The first Probe of a key runs ForKey;
+// one that comes while another caller runs it waits for that answer, at
+// most MaxWait. Use it when something outside the pool
 // says the cluster may work again (its kubeconfig Secret changed, an
 // operator asked); the Connected event tells when it does.
 func (p *Pool[K, C]) Probe(key K) {
@@ -121,7 +127,7 @@ func (p *Pool[K, C]) Probe(key K) {
 		return
 	}
 	for {
-		e, err := p.entry(key)
+		e, err := p.entry(context.Background(), key)
 		if err != nil {
 			return
 		}
@@ -217,6 +223,9 @@ func (p *Pool[K, C]) Remove(key K) {
 	}
 	if from := e.breakerState(); from != breaker.StateClosed {
 		p.rec.Transition(nil, e.name, from.String(), breaker.StateClosed.String(), 0)
+		if p.observe != nil {
+			p.observe(e.key, breaker.Transition{From: from, To: breaker.StateClosed, At: now})
+		}
 	}
 	if brk, err := breaker.New(e.set.breaker); err == nil { // validated when e was made
 		e.ls.brk = brk

@@ -21,7 +21,7 @@ func (p *Pool[K, C]) wait(ctx context.Context, e *entry[K, C]) (client C, o trac
 		}
 		// Removed between the map read and the lock: take the new entry.
 		e.mu.Unlock()
-		if e, err = p.entry(e.key); err != nil {
+		if e, err = p.entry(ctx, e.key); err != nil {
 			return zero, outcomeOf(err), dial, err
 		}
 	}

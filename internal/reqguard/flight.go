@@ -53,7 +53,11 @@ func (f *Flight) Err(err error) error {
 // reports the outcome to the breaker, unless the guard is not live, the
 // class is Unreported, the flight was canceled by Stop, or the caller
 // canceled it (a caller's deadline counts: the cluster did not answer in
-// time). Later calls do nothing.
+// time). A success that ends after the caller's deadline passed is
+// reported as that deadline's failure: Go's HTTP client, whose Timeout is
+// a deadline on the request's context, can end a chunked body cleanly
+// when it fires mid-body, and the cluster did not answer in time. Later
+// calls do nothing.
 func (f *Flight) End(outcome error) {
 	if !f.ended.CompareAndSwap(false, true) {
 		return
@@ -71,6 +75,9 @@ func (f *Flight) End(outcome error) {
 	stopped := g.stopped
 	g.mu.Unlock()
 	f.cancel(context.Canceled)
+	if outcome == nil && errors.Is(f.parent.Err(), context.DeadlineExceeded) {
+		outcome = fmt.Errorf("kube: cluster %s: the request's deadline passed before it ended: %w", g.s.Cluster, context.DeadlineExceeded)
+	}
 	var t *tripped
 	switch {
 	case g.s.Report == nil || !g.live.Load() || f.class == Unreported || stopped:

@@ -25,7 +25,8 @@ import (
 var (
 	// ErrBulkheadFull: the cluster already has its cap of counted requests
 	// in flight; the request was not sent. The error is a *pool.Error, so
-	// pool.RetryAfter gives when a slot is expected to be free.
+	// pool.RetryAfter gives when a slot is sure to be free: the earliest
+	// deadline among the requests holding the slots (see slotFreeLocked).
 	ErrBulkheadFull = errors.New("kube: request bulkhead full")
 	// ErrFirstByteTimeout: the cluster sent no response headers within the
 	// request's first-byte deadline; the request was canceled and counts as
@@ -57,7 +58,9 @@ type Settings struct {
 	MaxInFlight int
 	// MinFirstByte and MaxFirstByte clamp the learned first-byte deadline
 	// of Counted requests; MinFirstByte 0 means no deadline. MaxFirstByte
-	// is also the slot-free estimate of a request with no deadline.
+	// is also the bound on how long a request holds its slot once its
+	// headers came, or if it has no first-byte deadline (kube's
+	// RequestTimeout, which bounds a whole request).
 	MinFirstByte, MaxFirstByte time.Duration
 	// Report receives every outcome once Live was called (nil for a
 	// success); nil disables passive health.
@@ -209,28 +212,43 @@ func (g *Guard) lateAfterLocked() time.Duration {
 	return g.s.MaxFirstByte
 }
 
-// slotFreeLocked is when a Counted flight is expected to have ended: after
-// the cluster's retransmission timeout (its answers are that fast), and at
-// the latest at the earliest first-byte deadline (or MaxFirstByte) of those
-// in flight, when the rule ends it.
+// slotFreeLocked is when a slot is sure to be free: the earliest end of
+// the Counted flights holding the slots. A flight waiting for its headers
+// ends at its first-byte deadline (the rule cancels it then); one whose
+// headers came, or with no deadline, at MaxFirstByte from its start (kube's
+// RequestTimeout, which bounds the whole request). The cluster's usual
+// latency is no bound: the cap holds only once the cluster stopped
+// answering as usual, so its requests in flight end by a deadline, not by
+// an answer, and a RetryAfter of its latency made a caller that requeues
+// on it spin until then. With no bound at all (no deadline and no
+// MaxFirstByte) it is lateAfterLocked from now.
 func (g *Guard) slotFreeLocked(now time.Time) time.Time {
-	at := now.Add(max(g.s.MaxFirstByte, time.Millisecond))
-	if rto := g.est.rto(); rto > 0 {
-		at = now.Add(rto)
-	}
+	var at time.Time
 	for f := range g.flights {
 		if f.class != Counted {
 			continue
 		}
-		d := f.deadline
-		if d == 0 {
-			d = g.s.MaxFirstByte
-		}
-		if end := f.start.Add(d); end.Before(at) {
+		end, ok := g.flightEndLocked(f)
+		if ok && (at.IsZero() || end.Before(at)) {
 			at = end
 		}
 	}
+	if at.IsZero() {
+		at = now.Add(max(g.lateAfterLocked(), time.Millisecond))
+	}
 	return at
+}
+
+// flightEndLocked is the latest a Counted flight can hold its slot, if
+// anything bounds it.
+func (g *Guard) flightEndLocked(f *Flight) (time.Time, bool) {
+	if !f.headers && f.deadline > 0 {
+		return f.start.Add(f.deadline), true
+	}
+	if g.s.MaxFirstByte > 0 {
+		return f.start.Add(g.s.MaxFirstByte), true
+	}
+	return time.Time{}, false
 }
 
 // Stop rejects every later request and cancels those in flight with the
