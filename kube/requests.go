@@ -28,8 +28,9 @@ const (
 var (
 	// ErrBulkheadFull: the cluster already has RequestOptions.MaxInFlight
 	// counted requests in flight; the request was not sent. RetryAfter is
-	// when a slot is expected to be free: after the cluster's usual latency,
-	// at the latest when the first-byte deadline ends a request in flight.
+	// when a slot is sure to be free: the earliest first-byte deadline among
+	// the requests holding the slots (RequestTimeout from its start for one
+	// whose headers came).
 	ErrBulkheadFull = reqguard.ErrBulkheadFull
 	// ErrFirstByteTimeout: the cluster sent no response headers within the
 	// request's first-byte deadline; the request was canceled and counted
