@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/go-logr/logr"
-	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/connrotation"
@@ -22,47 +20,6 @@ import (
 	"github.com/clusterpool/clusterpool/pool"
 )
 
-// Defaults of DialerOptions.
-const (
-	DefaultRequestTimeout   = 10 * time.Second
-	DefaultQPS              = 20
-	DefaultBurst            = 30
-	DefaultReadyzTimeout    = 5 * time.Second
-	DefaultCacheSyncTimeout = 30 * time.Second
-)
-
-// DialerOptions configures a Dialer. Zero fields are the defaults.
-type DialerOptions struct {
-	// Scheme maps Go types to kinds. nil means client-go's scheme.
-	Scheme *runtime.Scheme
-	// RequestTimeout is the REST config's per-request timeout, for the
-	// requests of the cluster's clients. The cache's lists and watches do
-	// not have it (a watch would end after it and be re-established); they
-	// end when the cluster is stopped. Zero means 10s.
-	RequestTimeout time.Duration
-	// QPS and Burst rate-limit each cluster's clients. Zero means 20 and 30.
-	QPS   float32
-	Burst int
-	// ReadyzTimeout bounds the reachability check of a dial. Zero means 5s.
-	ReadyzTimeout time.Duration
-	// CacheSyncTimeout bounds the initial sync of the informers named in
-	// WatchTypes. Zero means 30s; the pool's DialTimeout also bounds it.
-	CacheSyncTimeout time.Duration
-	// WatchTypes are object types whose informers start, and sync, during
-	// the dial, so that the first cached read does not block a worker.
-	WatchTypes []client.Object
-	// Cache is passed to cache.New (Scheme, Mapper and HTTPClient are set by
-	// the dialer).
-	Cache cache.Options
-	// Logger receives the dialer's messages; never credentials. The zero
-	// value discards them.
-	Logger logr.Logger
-	// Requests configures the protection of requests on established
-	// clients (bulkhead, first-byte deadline, passive health, rejection
-	// and cancellation once the breaker opens); zero means all on.
-	Requests RequestOptions
-}
-
 // Dialer builds Clusters: pass its Dial to pool.New, or use NewPool. Passive
 // health (RequestOptions) reports to the pool NewPool built with it; a
 // Dialer given to pool.New directly reports to no one.
@@ -71,41 +28,41 @@ type Dialer struct {
 	opts    DialerOptions
 	pool    poolRef
 	metrics *reqguard.Metrics
+	// inCluster identifies this controller's Pod (InCluster); nil: never
+	// switch to the in-cluster endpoint.
+	inCluster *inClusterPod
 }
 
 // NewDialer returns a Dialer reading configs from src, or an error matching
 // ErrInvalidOptions, naming the field, when src is nil or a field of opts is
-// negative.
+// invalid (see DialerOptions).
 func NewDialer(src ConfigSource, opts DialerOptions) (*Dialer, error) {
 	if src == nil {
 		return nil, invalidOptions(errors.New("NewDialer: ConfigSource must not be nil"))
 	}
-	if err := opt.FirstNegative("DialerOptions.", opt.F("RequestTimeout", opts.RequestTimeout),
-		opt.F("QPS", opts.QPS), opt.F("Burst", opts.Burst), opt.F("ReadyzTimeout", opts.ReadyzTimeout),
-		opt.F("CacheSyncTimeout", opts.CacheSyncTimeout)); err != nil {
+	opt.Default(&opts.Scheme, clientgoscheme.Scheme)
+	if err := opts.validate(); err != nil {
 		return nil, invalidOptions(err)
 	}
-	if err := opts.Requests.validate(); err != nil {
-		return nil, invalidOptions(err)
-	}
-	opts.Requests.withDefaults()
+	opts.withDefaults()
 	metrics, err := reqguard.NewMetrics(opts.Requests.MeterProvider)
 	if err != nil {
 		return nil, fmt.Errorf("kube: request metrics: %w", err)
 	}
-	opt.Default(&opts.Scheme, clientgoscheme.Scheme)
-	opt.Default(&opts.RequestTimeout, DefaultRequestTimeout)
-	opt.Default(&opts.QPS, DefaultQPS)
-	opt.Default(&opts.Burst, DefaultBurst)
-	opt.Default(&opts.ReadyzTimeout, DefaultReadyzTimeout)
-	opt.Default(&opts.CacheSyncTimeout, DefaultCacheSyncTimeout)
-	return &Dialer{src: src, opts: opts, metrics: metrics}, nil
+	d := &Dialer{src: src, opts: opts, metrics: metrics}
+	if opts.InCluster {
+		d.inCluster = podFromEnv(opts.Logger)
+	}
+	return d, nil
 }
 
-// Dial reads key's config, checks that the cluster answers /readyz, and
-// builds a cached and an uncached client sharing one HTTP client. The
-// cache's informers run until the Cluster is stopped, not until ctx ends.
+// Dial reads key's config, checks that the cluster answers /readyz
+// (switching to the in-cluster endpoint when InCluster finds this
+// controller's Pod in it), and builds a cached and an uncached client
+// sharing one HTTP client. The cache's informers run until the Cluster is
+// stopped, not until ctx ends.
 func (d *Dialer) Dial(ctx context.Context, key client.ObjectKey) (*Cluster, error) {
+	start := time.Now()
 	log := d.opts.Logger.WithValues("cluster", key.String())
 	cfg, rev, err := d.src.Config(ctx, key)
 	if err != nil {
@@ -114,6 +71,11 @@ func (d *Dialer) Dial(ctx context.Context, key client.ObjectKey) (*Cluster, erro
 	cfg = rest.CopyConfig(cfg)
 	cfg.Timeout = d.opts.RequestTimeout
 	cfg.QPS, cfg.Burst = d.opts.QPS, d.opts.Burst
+	if d.opts.UserAgent != "" {
+		cfg.UserAgent = d.opts.UserAgent
+	} else if cfg.UserAgent == "" { // else Go's "Go-http-client/2.0"
+		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
 	var g *reqguard.Guard
 	if !d.opts.Requests.Disable {
 		g = reqguard.New(d.opts.Requests.guardSettings(key, d.opts.RequestTimeout, &d.pool, d.metrics))
@@ -127,55 +89,24 @@ func (d *Dialer) Dial(ctx context.Context, key client.ObjectKey) (*Cluster, erro
 	// clusters with the same credentials would share one.
 	conns := connrotation.NewDialer(baseDial(cfg.Dial))
 	cfg.Dial = conns.DialContext
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kube: HTTP client for cluster %s: %w", key, err)
-	}
-	// The check has its own bound: no bulkhead slot, no first-byte deadline.
-	rctx, cancel := context.WithTimeout(withClass(ctx, reqguard.Unreported), d.opts.ReadyzTimeout)
-	err = readyz(rctx, hc, cfg.Host)
-	cancel()
+	c, err := d.build(ctx, key, cfg, conns)
 	if err != nil {
 		conns.CloseAll()
-		return nil, fmt.Errorf("kube: cluster %s not reachable: %w", key, err)
+		return nil, err
 	}
-	mapper, err := apiutil.NewDynamicRESTMapper(cfg, hc)
-	if err != nil {
-		conns.CloseAll()
-		return nil, fmt.Errorf("kube: REST mapper for cluster %s: %w", key, err)
-	}
-	copts := d.opts.Cache
-	copts.HTTPClient, copts.Scheme, copts.Mapper = informerClient(hc), d.opts.Scheme, mapper
-	ca, err := cache.New(cfg, copts)
-	if err != nil {
-		conns.CloseAll()
-		return nil, fmt.Errorf("kube: cache for cluster %s: %w", key, err)
-	}
-	uncached, err := client.New(cfg, client.Options{HTTPClient: hc, Scheme: d.opts.Scheme, Mapper: mapper})
-	if err != nil {
-		conns.CloseAll()
-		return nil, fmt.Errorf("kube: client for cluster %s: %w", key, err)
-	}
-	cached, err := client.New(cfg, client.Options{HTTPClient: hc, Scheme: d.opts.Scheme, Mapper: mapper,
-		Cache: &client.CacheOptions{Reader: ca}})
-	if err != nil {
-		conns.CloseAll()
-		return nil, fmt.Errorf("kube: client for cluster %s: %w", key, err)
-	}
+	c.Revision, c.guard = rev, g
 	cctx, stopCache := context.WithCancel(context.Background())
-	stop := stopCache
+	c.cancel = stopCache
 	if g != nil { // requests in flight end before the informers
-		stop = func() { g.Stop(); stopCache() }
+		c.cancel = func() { g.Stop(); stopCache() }
 	}
-	c := &Cluster{Key: key, Revision: rev, Client: cached, Uncached: uncached, Cache: ca,
-		config: cfg, httpClient: hc, conns: conns, guard: g, cancel: stop, done: make(chan struct{})}
 	go func() {
 		defer close(c.done)
-		if err := ca.Start(cctx); err != nil {
+		if err := c.Cache.Start(cctx); err != nil {
 			log.Error(err, "cluster cache stopped")
 		}
 	}()
-	if err := d.warm(ctx, c); err != nil {
+	if err := d.warm(ctx, cctx, c, start, log); err != nil {
 		c.Stop()
 		return nil, err
 	}
@@ -186,31 +117,68 @@ func (d *Dialer) Dial(ctx context.Context, key client.ObjectKey) (*Cluster, erro
 	return c, nil
 }
 
+// build reaches the cluster and builds its clients and cache (not started):
+// a Cluster without Revision, guard and cancel. cfg is the dial's own copy;
+// build may change its Host and CA (InCluster).
+func (d *Dialer) build(ctx context.Context, key client.ObjectKey, cfg *rest.Config, conns *connrotation.Dialer) (*Cluster, error) {
+	hc, err := d.reach(ctx, key, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if hc, err = d.inClusterSwitch(ctx, key, cfg, hc, conns); err != nil {
+		return nil, err
+	}
+	mapper, err := apiutil.NewDynamicRESTMapper(cfg, hc)
+	if err != nil {
+		return nil, fmt.Errorf("kube: REST mapper for cluster %s: %w", key, err)
+	}
+	copts := d.opts.Cache
+	copts.HTTPClient, copts.Scheme, copts.Mapper = informerClient(hc), d.opts.Scheme, mapper
+	ca, err := cache.New(cfg, copts)
+	if err != nil {
+		return nil, fmt.Errorf("kube: cache for cluster %s: %w", key, err)
+	}
+	// Before the cache starts, as ClusterCache does: each index creates its
+	// type's informer, which warm then waits for.
+	for _, ix := range d.opts.Indexes {
+		if err := ca.IndexField(ctx, ix.Object, ix.Field, ix.Extract); err != nil {
+			return nil, fmt.Errorf("kube: index %q of %T for cluster %s: %w", ix.Field, ix.Object, key, err)
+		}
+	}
+	uncached, err := client.New(cfg, client.Options{HTTPClient: hc, Scheme: d.opts.Scheme, Mapper: mapper})
+	if err != nil {
+		return nil, fmt.Errorf("kube: client for cluster %s: %w", key, err)
+	}
+	cached, err := client.New(cfg, client.Options{HTTPClient: hc, Scheme: d.opts.Scheme, Mapper: mapper,
+		Cache: &client.CacheOptions{Reader: ca, DisableFor: d.opts.DisableFor, Unstructured: d.opts.Unstructured}})
+	if err != nil {
+		return nil, fmt.Errorf("kube: client for cluster %s: %w", key, err)
+	}
+	return &Cluster{Key: key, Client: withReadTimeout(cached, key, d.opts.ReadTimeout), Uncached: uncached,
+		Cache: ca, config: cfg, httpClient: hc, conns: conns, done: make(chan struct{})}, nil
+}
+
+// reach returns cfg's HTTP client once the cluster answers /readyz.
+func (d *Dialer) reach(ctx context.Context, key client.ObjectKey, cfg *rest.Config) (*http.Client, error) {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kube: HTTP client for cluster %s: %w", key, err)
+	}
+	// The check has its own bound: no bulkhead slot, no first-byte deadline.
+	rctx, cancel := context.WithTimeout(withClass(ctx, reqguard.Unreported), d.opts.ReadyzTimeout)
+	defer cancel()
+	if err := readyz(rctx, hc, cfg.Host); err != nil {
+		return nil, fmt.Errorf("kube: cluster %s not reachable: %w", key, err)
+	}
+	return hc, nil
+}
+
 // baseDial returns dial, or client-go's default dialer if it is nil.
 func baseDial(dial connrotation.DialFunc) connrotation.DialFunc {
 	if dial != nil {
 		return dial
 	}
 	return (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-}
-
-// warm starts the informers of WatchTypes and waits for their sync, bounded
-// by ctx and CacheSyncTimeout.
-func (d *Dialer) warm(ctx context.Context, c *Cluster) error {
-	if len(d.opts.WatchTypes) == 0 {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, d.opts.CacheSyncTimeout)
-	defer cancel()
-	for _, obj := range d.opts.WatchTypes {
-		if _, err := c.Cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false)); err != nil {
-			return fmt.Errorf("kube: informer for %T in cluster %s: %w", obj, c.Key, err)
-		}
-	}
-	if !c.Cache.WaitForCacheSync(ctx) {
-		return fmt.Errorf("kube: cache of cluster %s did not sync: %w", c.Key, ctx.Err())
-	}
-	return nil
 }
 
 // NewPool returns a pool that dials with d and stops each Cluster when it

@@ -2,7 +2,14 @@
 // controller imports: a dialer that builds ready controller-runtime clients
 // for workload clusters, a shared health prober, a reconcile trigger
 // (source.Source) fed by the pool's events, a watcher that picks up rotated
-// kubeconfig Secrets, and a requeue helper.
+// kubeconfig Secrets, an admission controller that decides from the Cluster
+// objects which clusters the pool may dial (and removes deleted ones), and a
+// requeue helper.
+//
+// The dialer carries what Cluster API's ClusterCache options do (user
+// agent, cache indexes, DisableFor and Unstructured reads, a bound on
+// cached reads, an initial sync that may outlast the dial, in-cluster
+// endpoint detection), so that a ClusterCache drop-in builds on it.
 //
 // Keys are client.ObjectKey values naming the Cluster object (namespace and
 // name), as in Cluster API. Credentials never reach errors, logs, span

@@ -2,7 +2,10 @@ package kube
 
 import (
 	"context"
+	"slices"
 	"sync"
+	"testing"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -18,12 +21,13 @@ type fakePool struct {
 	reports  map[client.ObjectKey][]error
 	calls    []string // "remove <key>", "probe <key>"
 	events   chan pool.Event[client.ObjectKey]
+	called   chan struct{} // signalled (never blocking) after each call is recorded
 }
 
 func newFakePool() *fakePool {
 	return &fakePool{clusters: map[client.ObjectKey]*Cluster{}, states: map[client.ObjectKey]pool.ClusterState{},
 		reports: map[client.ObjectKey][]error{},
-		events:  make(chan pool.Event[client.ObjectKey])}
+		events:  make(chan pool.Event[client.ObjectKey]), called: make(chan struct{}, 1)}
 }
 
 func (f *fakePool) connect(c *Cluster) {
@@ -66,13 +70,40 @@ func (f *fakePool) Remove(key client.ObjectKey) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.clusters, key)
-	f.calls = append(f.calls, "remove "+key.String())
+	f.record("remove " + key.String())
 }
 
 func (f *fakePool) Probe(key client.ObjectKey) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.calls = append(f.calls, "probe "+key.String())
+	f.record("probe " + key.String())
+}
+
+// record appends a call; f.mu is held.
+func (f *fakePool) record(call string) {
+	f.calls = append(f.calls, call)
+	select {
+	case f.called <- struct{}{}:
+	default:
+	}
+}
+
+// waitCalls waits until the calls recorded since index from include want,
+// and returns the index after it.
+func (f *fakePool) waitCalls(t *testing.T, from int, want string, within time.Duration) int {
+	t.Helper()
+	timeout := time.After(within)
+	for {
+		calls := f.callLog()
+		if i := slices.Index(calls[min(from, len(calls)):], want); i >= 0 {
+			return from + i + 1
+		}
+		select {
+		case <-f.called:
+		case <-timeout:
+			t.Fatalf("no call %q within %v; calls since %d: %v", want, within, from, calls[min(from, len(calls)):])
+		}
+	}
 }
 
 // Subscribe returns the fake's one event channel; it is never closed: the

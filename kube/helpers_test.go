@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"errors"
+	"net/http"
 	"net/url"
 	"sync"
 	"sync/atomic"
@@ -43,6 +44,13 @@ func (c *countingSource) Config(ctx context.Context, key client.ObjectKey) (*res
 func newTestPool(t *testing.T, dopts DialerOptions, opts pool.Options[client.ObjectKey, *Cluster]) (*pool.Pool[client.ObjectKey, *Cluster], *countingSource) {
 	t.Helper()
 	src := &countingSource{ConfigSource: SecretSource{Reader: mgmt}}
+	return newPoolWith(t, src, dopts, opts), src
+}
+
+// newPoolWith returns a pool dialing with src, closed at the end of the
+// test.
+func newPoolWith(t *testing.T, src ConfigSource, dopts DialerOptions, opts pool.Options[client.ObjectKey, *Cluster]) *pool.Pool[client.ObjectKey, *Cluster] {
+	t.Helper()
 	d, err := NewDialer(src, dopts)
 	if err != nil {
 		t.Fatal(err)
@@ -52,8 +60,28 @@ func newTestPool(t *testing.T, dopts DialerOptions, opts pool.Options[client.Obj
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
-	return p, src
+	return p
 }
+
+// transportSource hands out src's configs with wrap around their transport.
+type transportSource struct {
+	ConfigSource
+	wrap func(http.RoundTripper) http.RoundTripper
+}
+
+func (s transportSource) Config(ctx context.Context, key client.ObjectKey) (*rest.Config, string, error) {
+	cfg, rev, err := s.ConfigSource.Config(ctx, key)
+	if err != nil {
+		return nil, "", err
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(s.wrap)
+	return cfg, rev, nil
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // getEventually retries Get until it returns a client or the test's
 // deadline (30s) passes; waits are bounded by the pool.

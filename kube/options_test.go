@@ -16,9 +16,7 @@ import (
 // Every configuration error of a kube constructor matches ErrInvalidOptions
 // and names the field; valid zero options are accepted.
 func TestConstructorsRejectInvalidOptions(t *testing.T) {
-	src := ConfigFunc(func(context.Context, client.ObjectKey) (*rest.Config, error) {
-		return nil, errors.New("unused")
-	})
+	src := unusedSource
 	d, err := NewDialer(src, DialerOptions{})
 	if err != nil {
 		t.Fatalf("NewDialer with zero options: %v", err)
@@ -74,6 +72,11 @@ func TestConstructorsRejectInvalidOptions(t *testing.T) {
 		t.Fatalf("NewPool with MaxWait=-1s: %q does not name the field", got)
 	}
 }
+
+// unusedSource is a ConfigSource for Dialers that never dial.
+var unusedSource = ConfigFunc(func(context.Context, client.ObjectKey) (*rest.Config, error) {
+	return nil, errors.New("unused")
+})
 
 // second returns the error of a constructor's (value, error) result.
 func second[T any](_ T, err error) error { return err }

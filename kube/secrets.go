@@ -30,6 +30,14 @@ type SecretWatcher struct {
 	// objects before its dial starts. Leave it off when not every Secret's
 	// cluster is this replica's (kube/shard dials the clusters it gains).
 	Connect bool
+	// Admit, when set, limits the watcher to the clusters it admits: the
+	// Secret of another cluster (another provider's, one a filter leaves
+	// out, one whose Cluster is gone) dials nothing, even with Connect,
+	// and re-dials nothing when it changes (Cluster API #12657).
+	// Admission.Admitted fits. nil admits every cluster. It is called on
+	// the informer's goroutine, for every kubeconfig Secret added or
+	// changed: it must be quick and safe for concurrent use.
+	Admit func(key client.ObjectKey) bool
 }
 
 // Start registers the handler and returns once ctx is done.
@@ -61,6 +69,9 @@ func (w *SecretWatcher) changed(obj any) {
 		return
 	}
 	key := client.ObjectKey{Namespace: s.Namespace, Name: strings.TrimSuffix(s.Name, "-kubeconfig")}
+	if w.Admit != nil && !w.Admit(key) {
+		return
+	}
 	c, ok := w.Pool.Peek(key)
 	if !ok {
 		st := w.Pool.State(key)

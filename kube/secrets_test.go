@@ -60,3 +60,29 @@ func TestSecretWatcherConnect(t *testing.T) {
 		t.Fatalf("with Connect: calls %v, want %v", got, want)
 	}
 }
+
+// With Admit, only admitted clusters are dialed (Connect) or re-dialed
+// (rotation, open breaker): another provider's kubeconfig Secret, or one of
+// a filtered-out Cluster, costs nothing (Cluster API #12657).
+func TestSecretWatcherAdmit(t *testing.T) {
+	srv := httptest.NewServer(nil)
+	defer srv.Close()
+	ours, other := client.ObjectKey{Namespace: "f", Name: "ours"}, client.ObjectKey{Namespace: "f", Name: "other"}
+	rotOurs, rotOther := client.ObjectKey{Namespace: "f", Name: "rot-ours"}, client.ObjectKey{Namespace: "f", Name: "rot-other"}
+	openOther := client.ObjectKey{Namespace: "f", Name: "open-other"}
+	fp := newFakePool()
+	fp.connect(fakeCluster(rotOurs, srv, KubeconfigRevision([]byte("A"))))
+	fp.connect(fakeCluster(rotOther, srv, KubeconfigRevision([]byte("A"))))
+	fp.states[openOther] = pool.ClusterState{Known: true, Breaker: breaker.StateOpen}
+	admitted := map[client.ObjectKey]bool{ours: true, rotOurs: true}
+	w := &SecretWatcher{Pool: fp, Connect: true, Admit: func(k client.ObjectKey) bool { return admitted[k] }}
+	for _, k := range []client.ObjectKey{ours, other, openOther} {
+		w.changed(kubeconfigSecret(k, "A"))
+	}
+	w.changed(kubeconfigSecret(rotOurs, "B"))
+	w.changed(kubeconfigSecret(rotOther, "B"))
+	want := []string{"probe f/ours", "remove f/rot-ours", "probe f/rot-ours"}
+	if got := fp.callLog(); !slices.Equal(got, want) {
+		t.Fatalf("calls %v, want %v", got, want)
+	}
+}

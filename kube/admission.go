@@ -1,0 +1,166 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/clusterpool/clusterpool/breaker"
+)
+
+// Admission decides which clusters the pool may dial, from the Cluster
+// objects of the management cluster, as Cluster API's ClusterCache
+// controller does, without kube importing Cluster API: a controller over
+// Object whose reconcile
+//   - forgets the cluster and removes it from the pool (Pool.Remove: its
+//     client stops, its breaker stops probing it) when the object is gone,
+//     is being deleted, or Admit refuses it;
+//   - otherwise admits it (Admitted reports true) and, with Connect, asks
+//     the pool to dial it (Pool.Probe) if the pool holds no client for it,
+//     dials none and its breaker is closed (an open breaker keeps its
+//     backoff).
+//
+// Without it nothing removes a deleted Cluster, and its breaker probes it
+// every open period forever. A cluster is admitted only once its object has
+// been reconciled: until then Admitted is false. Hand Admitted to
+// SecretWatcher.Admit, so that Secrets of clusters not admitted dial
+// nothing.
+//
+// Set the fields before SetupWithManager and do not change them after.
+type Admission struct {
+	// Pool is the pool the decisions apply to. Required.
+	Pool ClusterPool
+	// Object is the Cluster type: a typed object (e.g. &clusterv1.Cluster{})
+	// the manager's scheme knows, or an *unstructured.Unstructured with its
+	// GVK set. It is read from the manager's cache. Required.
+	Object client.Object
+	// Admit decides whether an existing object that is not being deleted
+	// is admitted (e.g. a filter on labels, or Cluster API's
+	// status.initialization.infrastructureProvisioned). It receives a copy
+	// of the object as Object's type. nil admits every such object. It runs
+	// on the controller's workers, never under Admission's lock.
+	Admit func(obj client.Object) bool
+	// Connect asks the pool to dial each admitted cluster (see above), as
+	// ClusterCache connects every Cluster, instead of waiting for a Get.
+	Connect bool
+	// Name names the controller. Empty means "clusterpool-admission-<kind>"
+	// (lower case), suffixed "-2", "-3"… for the second and later
+	// Admissions of that kind set up in the process, since
+	// controller-runtime refuses two controllers of one name.
+	Name string
+
+	reader   client.Reader
+	mu       sync.RWMutex
+	admitted map[client.ObjectKey]struct{}
+}
+
+// admissionNames counts the default names handed out, per name.
+var admissionNames = struct {
+	sync.Mutex
+	n map[string]int
+}{n: map[string]int{}}
+
+// SetupWithManager adds the controller to mgr, with opts (e.g.
+// MaxConcurrentReconciles) and preds on Object's events (e.g. Cluster API's
+// WatchFilterValue predicate). A predicate that drops an object's update
+// or delete leaves its last decision in force. It returns an error matching
+// ErrInvalidOptions, naming the field, when Pool or Object is missing or
+// Object's kind is unknown.
+func (a *Admission) SetupWithManager(mgr ctrl.Manager, opts controller.Options, preds ...predicate.Predicate) error {
+	if isNilPool(a.Pool) {
+		return invalidOptions(errors.New("Admission.Pool must not be nil"))
+	}
+	if err := knownType(mgr.GetScheme(), a.Object); err != nil {
+		return invalidOptions(fmt.Errorf("Admission.Object: %w", err))
+	}
+	gvk, _ := apiutil.GVKForObject(a.Object, mgr.GetScheme()) // checked by knownType
+	name := a.Name
+	if name == "" {
+		name = defaultAdmissionName(gvk.Kind)
+	}
+	a.reader = mgr.GetCache()
+	return ctrl.NewControllerManagedBy(mgr).Named(name).
+		For(a.Object, builder.WithPredicates(preds...)).
+		WithOptions(opts).
+		Complete(a)
+}
+
+// defaultAdmissionName returns "clusterpool-admission-<kind>", suffixed
+// with a count from the second call for one kind on.
+func defaultAdmissionName(kind string) string {
+	name := "clusterpool-admission-" + strings.ToLower(kind)
+	admissionNames.Lock()
+	defer admissionNames.Unlock()
+	admissionNames.n[name]++
+	if n := admissionNames.n[name]; n > 1 {
+		return fmt.Sprintf("%s-%d", name, n)
+	}
+	return name
+}
+
+// Admitted reports whether the cluster is admitted: its object exists, is
+// not being deleted, and Admit accepted it when last reconciled. It is safe
+// for concurrent use and takes a read lock only.
+func (a *Admission) Admitted(key client.ObjectKey) bool {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	_, ok := a.admitted[key]
+	return ok
+}
+
+// Reconcile applies the decision for one object.
+func (a *Admission) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	obj, ok := a.Object.DeepCopyObject().(client.Object)
+	if !ok {
+		return reconcile.Result{}, fmt.Errorf("kube: Admission.Object %T does not copy to a client.Object", a.Object)
+	}
+	err := a.reader.Get(ctx, req.NamespacedName, obj)
+	switch {
+	case apierrors.IsNotFound(err):
+		a.refuse(req.NamespacedName)
+	case err != nil:
+		return reconcile.Result{}, fmt.Errorf("kube: reading %s: %w", req.NamespacedName, err)
+	case !obj.GetDeletionTimestamp().IsZero() || (a.Admit != nil && !a.Admit(obj)):
+		a.refuse(req.NamespacedName)
+	default:
+		a.admit(req.NamespacedName)
+	}
+	return reconcile.Result{}, nil
+}
+
+// refuse forgets key, then removes it from the pool: from then on callers
+// that check Admitted do not ask for it.
+func (a *Admission) refuse(key client.ObjectKey) {
+	a.mu.Lock()
+	delete(a.admitted, key)
+	a.mu.Unlock()
+	a.Pool.Remove(key)
+}
+
+// admit remembers key and, with Connect, asks for a dial if nothing is
+// connected, dialing or backing off.
+func (a *Admission) admit(key client.ObjectKey) {
+	a.mu.Lock()
+	if a.admitted == nil {
+		a.admitted = map[client.ObjectKey]struct{}{}
+	}
+	a.admitted[key] = struct{}{}
+	a.mu.Unlock()
+	if !a.Connect {
+		return
+	}
+	if st := a.Pool.State(key); !st.Known || (!st.Connected && !st.Dialing && st.Breaker == breaker.StateClosed) {
+		a.Pool.Probe(key)
+	}
+}

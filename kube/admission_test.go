@@ -1,0 +1,235 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/clusterpool/clusterpool/breaker"
+	"github.com/clusterpool/clusterpool/pool"
+)
+
+// The decisions of one reconcile, on a fake management cluster whose
+// "Cluster" type is a ConfigMap: gone, deleting or refused → Remove and not
+// admitted; admitted → remembered, and dialed with Connect only when
+// nothing is connected, dialing or backing off.
+func TestAdmissionReconcile(t *testing.T) {
+	now := metav1.Now()
+	cm := func(name string, labels map[string]string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "f", Name: name, Labels: labels}}
+	}
+	deleting := cm("deleting", map[string]string{"pool": "ours"})
+	deleting.DeletionTimestamp, deleting.Finalizers = &now, []string{"test"}
+	reader := fake.NewClientBuilder().WithObjects(deleting, cm("refused", nil),
+		cm("new", map[string]string{"pool": "ours"}), cm("connected", map[string]string{"pool": "ours"}),
+		cm("open", map[string]string{"pool": "ours"}), cm("failed", map[string]string{"pool": "ours"})).Build()
+	fp := newFakePool()
+	key := func(name string) client.ObjectKey { return client.ObjectKey{Namespace: "f", Name: name} }
+	fp.states[key("connected")] = pool.ClusterState{Known: true, Connected: true}
+	fp.states[key("open")] = pool.ClusterState{Known: true, Breaker: breaker.StateOpen}
+	fp.states[key("failed")] = pool.ClusterState{Known: true, Breaker: breaker.StateClosed, ConsecutiveFailures: 1}
+	a := &Admission{Pool: fp, Object: &corev1.ConfigMap{}, Connect: true, reader: reader,
+		Admit: func(obj client.Object) bool { return obj.GetLabels()["pool"] == "ours" }}
+
+	for _, tc := range []struct {
+		name     string
+		admitted bool
+		calls    []string
+	}{
+		{"gone", false, []string{"remove f/gone"}},
+		{"deleting", false, []string{"remove f/deleting"}},
+		{"refused", false, []string{"remove f/refused"}},
+		{"new", true, []string{"probe f/new"}},
+		{"connected", true, nil},
+		{"open", true, nil},
+		{"failed", true, []string{"probe f/failed"}},
+	} {
+		from := len(fp.callLog())
+		if _, err := a.Reconcile(context.Background(), reconcile.Request{NamespacedName: key(tc.name)}); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := fp.callLog()[from:]; !slices.Equal(got, tc.calls) {
+			t.Errorf("%s: calls %v, want %v", tc.name, got, tc.calls)
+		}
+		if got := a.Admitted(key(tc.name)); got != tc.admitted {
+			t.Errorf("%s: Admitted %v, want %v", tc.name, got, tc.admitted)
+		}
+	}
+	// An admitted cluster refused later is forgotten; without Connect,
+	// nothing is dialed.
+	a.Admit = func(client.Object) bool { return false }
+	if _, err := a.Reconcile(context.Background(), reconcile.Request{NamespacedName: key("new")}); err != nil || a.Admitted(key("new")) {
+		t.Fatalf("refused after admitted: err %v, Admitted %v", err, a.Admitted(key("new")))
+	}
+	a.Admit, a.Connect = nil, false
+	from := len(fp.callLog())
+	if _, err := a.Reconcile(context.Background(), reconcile.Request{NamespacedName: key("refused")}); err != nil || !a.Admitted(key("refused")) {
+		t.Fatalf("nil Admit: err %v, Admitted %v", err, a.Admitted(key("refused")))
+	}
+	if got := fp.callLog()[from:]; len(got) != 0 {
+		t.Fatalf("without Connect: calls %v", got)
+	}
+}
+
+// Admitted is read on every GetClient of the drop-in while reconciles
+// change it: safe for concurrent use (run with -race).
+func TestAdmissionAdmittedConcurrent(t *testing.T) {
+	fp := newFakePool()
+	reader := fake.NewClientBuilder().WithObjects(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "f", Name: "c"}}).Build()
+	a := &Admission{Pool: fp, Object: &corev1.ConfigMap{}, reader: reader}
+	k := client.ObjectKey{Namespace: "f", Name: "c"}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 200 {
+				a.Admitted(k)
+			}
+		})
+	}
+	for range 50 {
+		if _, err := a.Reconcile(context.Background(), reconcile.Request{NamespacedName: k}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+	if !a.Admitted(k) {
+		t.Fatal("not admitted")
+	}
+}
+
+var installClusterCRD = sync.OnceValue(func() error {
+	_, err := envtest.InstallCRDs(mgmtCfg, envtest.CRDInstallOptions{Paths: []string{"../examples/capi/config/crd"},
+		ErrorIfPathMissing: true})
+	return err
+})
+
+// capiCluster returns an unstructured Cluster API v1beta2 Cluster.
+func capiCluster(ns, name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Cluster"})
+	u.SetNamespace(ns)
+	u.SetName(name)
+	return u
+}
+
+// startAdmission runs a manager on the management cluster with a, until
+// the end of the test.
+func startAdmission(t *testing.T, a *Admission) {
+	t.Helper()
+	mgr, err := manager.New(mgmtCfg, manager.Options{Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.SetupWithManager(mgr, controller.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+// On a real apiserver with Cluster API's Cluster CRD, read unstructured:
+// a Cluster is admitted (and dialed) once Admit accepts it, removed when a
+// change makes Admit refuse it, and removed when it is deleted. A second
+// Admission of the same kind in the same process does not collide with
+// the first's controller name.
+func TestAdmissionClusterObjects(t *testing.T) {
+	needEnvtest(t)
+	if err := installClusterCRD(); err != nil {
+		t.Fatal(err)
+	}
+	const ns = "admission"
+	if err := mgmt.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !isAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	fp := newFakePool()
+	a := &Admission{Pool: fp, Object: capiCluster("", ""), Connect: true, Admit: func(obj client.Object) bool {
+		provisioned, _, _ := unstructured.NestedBool(obj.(*unstructured.Unstructured).Object,
+			"status", "initialization", "infrastructureProvisioned")
+		return obj.GetLabels()["pool"] == "ours" && provisioned
+	}}
+	startAdmission(t, a)
+	startAdmission(t, &Admission{Pool: newFakePool(), Object: capiCluster("", "")})
+
+	ctx := context.Background()
+	cl := capiCluster(ns, "c1")
+	cl.SetLabels(map[string]string{"pool": "ours"})
+	must(t, unstructured.SetNestedMap(cl.Object, map[string]any{"host": "127.0.0.1", "port": int64(6443)},
+		"spec", "controlPlaneEndpoint"))
+	key := client.ObjectKeyFromObject(cl)
+	// Each step, then the call it causes and whether the cluster is admitted
+	// after it.
+	for _, step := range []struct {
+		name     string
+		do       func() error
+		call     string
+		admitted bool
+	}{
+		{"created, not provisioned", func() error { return mgmt.Create(ctx, cl) }, "remove", false},
+		{"provisioned", func() error {
+			must(t, unstructured.SetNestedField(cl.Object, true, "status", "initialization", "infrastructureProvisioned"))
+			return mgmt.Status().Update(ctx, cl)
+		}, "probe", true},
+		{"filtered out", func() error { cl.SetLabels(map[string]string{"pool": "theirs"}); return mgmt.Update(ctx, cl) }, "remove", false},
+		{"filtered in", func() error { cl.SetLabels(map[string]string{"pool": "ours"}); return mgmt.Update(ctx, cl) }, "probe", true},
+		{"deleted", func() error { return mgmt.Delete(ctx, cl) }, "remove", false},
+	} {
+		from := len(fp.callLog())
+		must(t, step.do())
+		fp.waitCalls(t, from, step.call+" "+key.String(), 30*time.Second)
+		if got := a.Admitted(key); got != step.admitted {
+			t.Fatalf("%s: Admitted %v, want %v", step.name, got, step.admitted)
+		}
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// SetupWithManager refuses a missing Pool or Object, naming the field.
+func TestAdmissionSetupValidation(t *testing.T) {
+	mgr, err := manager.New(&rest.Config{Host: "https://127.0.0.1:1"}, manager.Options{Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		a    *Admission
+		want string
+	}{
+		{&Admission{Object: &corev1.ConfigMap{}}, "Admission.Pool must not be nil"},
+		{&Admission{Pool: newFakePool()}, "Admission.Object: must not be nil"},
+		{&Admission{Pool: newFakePool(), Object: &unstructured.Unstructured{}}, "Admission.Object: *unstructured.Unstructured is not a known kind"},
+	} {
+		err := tc.a.SetupWithManager(mgr, controller.Options{})
+		if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("got %v, want %q matching ErrInvalidOptions", err, tc.want)
+		}
+	}
+}
