@@ -130,29 +130,29 @@ func (d *Dialer) build(ctx context.Context, key client.ObjectKey, cfg *rest.Conf
 	}
 	mapper, err := apiutil.NewDynamicRESTMapper(cfg, hc)
 	if err != nil {
-		return nil, fmt.Errorf("kube: REST mapper for cluster %s: %w", key, err)
+		return nil, fmt.Errorf("kube: REST mapper for cluster %s: %w", key, redactURL(err))
 	}
 	copts := d.opts.Cache
 	copts.HTTPClient, copts.Scheme, copts.Mapper = informerClient(hc), d.opts.Scheme, mapper
 	ca, err := cache.New(cfg, copts)
 	if err != nil {
-		return nil, fmt.Errorf("kube: cache for cluster %s: %w", key, err)
+		return nil, fmt.Errorf("kube: cache for cluster %s: %w", key, redactURL(err))
 	}
 	// Before the cache starts, as ClusterCache does: each index creates its
 	// type's informer, which warm then waits for.
 	for _, ix := range d.opts.Indexes {
 		if err := ca.IndexField(ctx, ix.Object, ix.Field, ix.Extract); err != nil {
-			return nil, fmt.Errorf("kube: index %q of %T for cluster %s: %w", ix.Field, ix.Object, key, err)
+			return nil, fmt.Errorf("kube: index %q of %T for cluster %s: %w", ix.Field, ix.Object, key, redactURL(err))
 		}
 	}
 	uncached, err := client.New(cfg, client.Options{HTTPClient: hc, Scheme: d.opts.Scheme, Mapper: mapper})
 	if err != nil {
-		return nil, fmt.Errorf("kube: client for cluster %s: %w", key, err)
+		return nil, fmt.Errorf("kube: client for cluster %s: %w", key, redactURL(err))
 	}
 	cached, err := client.New(cfg, client.Options{HTTPClient: hc, Scheme: d.opts.Scheme, Mapper: mapper,
 		Cache: &client.CacheOptions{Reader: ca, DisableFor: d.opts.DisableFor, Unstructured: d.opts.Unstructured}})
 	if err != nil {
-		return nil, fmt.Errorf("kube: client for cluster %s: %w", key, err)
+		return nil, fmt.Errorf("kube: client for cluster %s: %w", key, redactURL(err))
 	}
 	return &Cluster{Key: key, Client: withReadTimeout(cached, key, d.opts.ReadTimeout), Uncached: uncached,
 		Cache: ca, config: cfg, httpClient: hc, conns: conns, done: make(chan struct{})}, nil

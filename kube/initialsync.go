@@ -33,7 +33,7 @@ func (d *Dialer) warm(ctx, cctx context.Context, c *Cluster, start time.Time, lo
 	for _, obj := range objs {
 		inf, err := c.Cache.GetInformer(wctx, obj, cache.BlockUntilSynced(false))
 		if err != nil {
-			return fmt.Errorf("kube: informer for %T in cluster %s: %w", obj, c.Key, err)
+			return fmt.Errorf("kube: informer for %T in cluster %s: %w", obj, c.Key, redactURL(err))
 		}
 		synced = append(synced, inf.HasSynced)
 	}
