@@ -199,11 +199,14 @@ func currentOnly(raw *clientcmdapi.Config) (*clientcmdapi.Config, error) {
 	if err := checkServer(cluster.Server); err != nil {
 		return nil, err
 	}
+	// A user named "" is a user like any other (client-go keeps its
+	// credentials; Cluster API's FromEnvTestConfig writes one); a context
+	// naming a user that is not there is an error.
 	user := clientcmdapi.NewAuthInfo()
-	if kctx.AuthInfo != "" {
-		if user, ok = raw.AuthInfos[kctx.AuthInfo]; !ok || user == nil {
-			return nil, fmt.Errorf("%w: current context names no user", ErrInvalidKubeconfig)
-		}
+	if u, ok := raw.AuthInfos[kctx.AuthInfo]; ok && u != nil {
+		user = u
+	} else if kctx.AuthInfo != "" {
+		return nil, fmt.Errorf("%w: current context names no user", ErrInvalidKubeconfig)
 	}
 	out := clientcmdapi.NewConfig()
 	out.Clusters["cluster"] = cluster
