@@ -1,0 +1,98 @@
+// Package clustercache is a drop-in replacement for Cluster API's
+// sigs.k8s.io/cluster-api/controllers/clustercache (v1.14) on clusterpool:
+// a provider switches by changing one import path in its main.go, and
+// nothing else:
+//
+//   - "sigs.k8s.io/cluster-api/controllers/clustercache"
+//   - "github.com/clusterpool/clusterpool/clusterapi/clustercache"
+//
+// (plus a require of github.com/clusterpool/clusterpool/clusterapi in its
+// go.mod). Every type is an alias of Cluster API's (Options,
+// ClusterCache, Watcher, WatchForProbeFailure, …), ErrClusterNotConnected
+// is Cluster API's own variable, and SetupWithManager has Cluster API's
+// signature, so the reconcilers' ClusterCache fields take its result.
+//
+// # What SetupWithManager builds
+//
+// A clusterpool Pool of workload-cluster clients (kube.NewPool), dialed by
+// a kube.Dialer reading kubeconfig Secrets through Options.SecretClient
+// (kube.SecretSource, under the strict default kube.KubeconfigPolicy);
+// an admission controller named "clustercache" (kube.Admission) on the
+// Cluster objects; the shared kube.Prober (GET /readyz every 10 s, 5 s
+// timeout); a kube.SecretWatcher that re-dials a cluster as soon as its
+// kubeconfig Secret changes; and a retry of failed dials.
+//
+// Options map as follows:
+//   - SecretClient reads the kubeconfig Secrets (required).
+//   - WatchFilterValue: the admission controller sees only Clusters with
+//     that cluster.x-k8s.io/watch-filter label (Cluster API's
+//     predicates.ResourceHasFilterLabel), so only they are connected and
+//     have GetClusterSource events.
+//   - ClusterFilter: a Cluster it refuses is not admitted; one that was is
+//     removed from the pool.
+//   - Cache.SyncPeriod, ByObject and DefaultTransform go to each cluster's
+//     cache; Cache.Indexes are added inside the dial, before the cache
+//     starts (kube.DialerOptions.Indexes).
+//   - Client.Timeout (default 10 s) is each request's timeout and bounds
+//     each cached Get and List; QPS (20), Burst (30) and UserAgent
+//     (required) apply to each cluster's clients; Client.Cache.DisableFor
+//     types are read live. The cached client also reads unstructured
+//     objects from the cache, as Cluster API's does.
+//   - controller.Options configure the admission controller; its
+//     MaxConcurrentReconciles is also the pool's MaxTotalDials.
+//
+// A Cluster is connected once it exists, is not being deleted, has
+// status.initialization.infrastructureProvisioned true and passes the
+// filters; a Cluster deleted or filtered out is removed from the pool (its
+// client stops, its breaker stops probing it). The initial sync of the
+// indexes' informers may take up to 5 minutes (InitialSyncTimeout) without
+// holding up the dial. In-cluster detection (POD_NAMESPACE, POD_NAME,
+// POD_UID) is on, as in Cluster API.
+//
+// # Methods
+//
+// GetClient, GetReader, GetUncachedClient and GetRESTConfig never dial:
+// they return the pool's client, or at once a *NotConnectedError, which
+// matches both ErrClusterNotConnected and the pool's sentinel saying why
+// (pool.ErrCircuitOpen, with pool.RetryAfter the next probe; see
+// NotConnectedError). The returned clients' errors that come from the
+// request guard (the breaker opened, the cluster stopped, the bulkhead is
+// full, no first byte in time) match ErrClusterNotConnected too, so the
+// Machine controller reports ConnectionDown, not InternalError.
+//
+// Watch adds a Watcher once per connection and name; a new connection
+// forgets them, and callers add their watches again after a reconnect, as
+// with Cluster API. GetHealthCheckingState comes from the pool
+// (pool.ClusterState): dials, probes and requests' outcomes count as
+// probes. GetClusterSource's sources send an event on each connect and
+// disconnect, and once per WatchForProbeFailure duration without a
+// successful probe (Cluster API's rule, shouldSendEvent); the mapFunc gets
+// the *clusterv1.Cluster from the manager's cache.
+//
+// # What differs from Cluster API's ClusterCache
+//
+//   - Failed connects back off (the breaker's jittered doubling, 5 s to
+//     30 s) instead of a fixed 30 s; a dial that hangs waits the full 30 s.
+//     A failed dial that leaves the breaker closed is retried after 5 s.
+//   - A connected cluster is dropped after 3 failed probes (the breaker's
+//     threshold), not 5; GetHealthCheckingState's ConsecutiveFailures
+//     goes on counting while it is down.
+//   - Requests on established clients are guarded (kube.RequestOptions):
+//     bulkhead, first-byte deadline, passive health, and cancellation once
+//     the breaker opens.
+//   - A rotated kubeconfig Secret is picked up at once.
+//   - A Cluster being deleted (deletionTimestamp set) is disconnected at
+//     once (kube.Admission); Cluster API keeps it connected until the
+//     object is gone.
+//   - Metrics are clusterpool's, without a cluster label; the
+//     capi_cluster_cache_* series are not exported.
+//   - Controllers still return ErrClusterNotConnected as an error, so
+//     clusterpool's RetryAfter-driven requeues (kube.Requeue) stay unused
+//     until a controller uses them.
+//
+// The test hooks Cluster API's suites type-assert are there: Shutdown and
+// SetConnectionCreationRetryInterval (its interval becomes the breaker's
+// open period, and the retry delay, of clusters first seen afterwards).
+// The returned ClusterCache is also a reconcile.Reconciler whose Reconcile
+// waits for the dial it starts, as Cluster API's connects synchronously.
+package clustercache
