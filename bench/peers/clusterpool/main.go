@@ -10,12 +10,19 @@
 // the cluster's breaker itself, and reporting its ErrBulkheadFull
 // rejections again as failures opened the breakers of healthy clusters.
 //
+// With -watch-nodes (scale runs) the Dialer's WatchTypes hold a Node
+// informer per cluster, as ClusterCache's NodeProviderIDIndex does; with
+// -timings each workload request's time on the wire (inside the request
+// guard) is recorded as "roundtrip", so that the guard's share is the
+// request's time less it and the rate limiter's.
+//
 // Flags and output: see bench/peers/workload.
 package main
 
 import (
 	"context"
 
+	corev1 "k8s.io/api/core/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -38,7 +45,15 @@ func main() {
 }
 
 func setup(_ context.Context, mgr manager.Manager, plan workload.Plan) (workload.Strategy, func(*builder.Builder) *builder.Builder, error) {
-	d, err := kube.NewDialer(kube.SecretSource{Reader: mgr.GetClient()}, kube.DialerOptions{Scheme: scheme.Scheme})
+	var src kube.ConfigSource = kube.SecretSource{Reader: mgr.GetClient()}
+	if plan.Timings != nil {
+		src = timedSource{src: src, t: plan.Timings}
+	}
+	dopts := kube.DialerOptions{Scheme: scheme.Scheme}
+	if plan.WatchNodes {
+		dopts.WatchTypes = []client.Object{&corev1.Node{}}
+	}
+	d, err := kube.NewDialer(src, dopts)
 	if err != nil {
 		return workload.Strategy{}, nil, err
 	}

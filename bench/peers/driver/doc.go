@@ -17,6 +17,15 @@
 // (status.initialization.infrastructureProvisioned, which its connector
 // waits for) from the same objects.
 //
+// With -scale N1,N2,… it is `make bench-scale` instead: the fleet grows
+// through the sizes, and at each the client-go floor (bench/peers/floor)
+// and every peer in turn connect all Clusters, then idle; the driver counts
+// the workload apiservers' requests and the peer's TCP connections per
+// proxy in the idle window, fits every figure per cluster over N (least
+// squares) and prints it as a ratio to the floor's (scale.go, probe.go,
+// scalereport.go). -peer NAME=BINARY adds a program that speaks the same
+// protocol (the hook for the Cluster API drop-in).
+//
 // Peer binaries are built by bench/peers/build.sh into bin/peers/ (keyed by
 // version and a digest of their sources) and talk to the driver with flags
 // in and one JSON object out (bench/peers/workload).

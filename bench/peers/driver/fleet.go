@@ -35,8 +35,13 @@ type fleet struct {
 	Names      []string // Cluster names, index = cluster
 	Proxies    []*faultproxy.Proxy
 
-	dir  string
-	envs []*envtest.Environment
+	dir     string
+	envs    []*envtest.Environment
+	mgmt    client.Client
+	objects int
+	// Workload are the workload apiservers' admin configs (scale runs
+	// scrape their request counters).
+	Workload []*rest.Config
 }
 
 // startFleet starts 1+k apiservers in parallel, installs the Cluster CRD,
@@ -63,14 +68,14 @@ func startFleet(ctx context.Context, root string, m, k, n int) (_ *fleet, err er
 	if err != nil {
 		return nil, err
 	}
-	mgmt, err := client.New(cfgs[0], client.Options{})
-	if err != nil {
+	if f.mgmt, err = client.New(cfgs[0], client.Options{}); err != nil {
 		return nil, fmt.Errorf("management client: %w", err)
 	}
-	if err := installCRD(ctx, mgmt, crd); err != nil {
+	f.Workload, f.objects = cfgs[1:], n
+	if err := installCRD(ctx, f.mgmt, crd); err != nil {
 		return nil, err
 	}
-	if err := mgmt.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
+	if err := f.mgmt.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
 		return nil, fmt.Errorf("creating namespace: %w", err)
 	}
 	kc, err := envtestutil.Kubeconfig(cfgs[0], "", "")
@@ -81,13 +86,40 @@ func startFleet(ctx context.Context, root string, m, k, n int) (_ *fleet, err er
 	if err := os.WriteFile(f.Kubeconfig, kc, 0o600); err != nil {
 		return nil, fmt.Errorf("writing management kubeconfig: %w", err)
 	}
-	for i := range m {
-		name := fmt.Sprintf("c%03d", i)
-		if err := f.addCluster(ctx, mgmt, name, cfgs[1+i%k], n); err != nil {
-			return nil, fmt.Errorf("cluster %s: %w", name, err)
-		}
+	return f, f.grow(ctx, m)
+}
+
+// growWorkers is how many Clusters grow creates at once.
+const growWorkers = 8
+
+// grow adds Clusters until the fleet has m (c000, c001, …; cluster i
+// behind its own proxy in front of workload apiserver i mod k).
+func (f *fleet) grow(ctx context.Context, m int) error {
+	from := len(f.Names)
+	if m <= from {
+		return nil
 	}
-	return f, nil
+	f.Names = append(f.Names, make([]string, m-from)...)
+	f.Proxies = append(f.Proxies, make([]*faultproxy.Proxy, m-from)...)
+	errs := make([]error, m-from)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range growWorkers {
+		wg.Go(func() {
+			for i := range next {
+				name := fmt.Sprintf("c%03d", i)
+				if err := f.addCluster(ctx, i, name, f.Workload[i%len(f.Workload)]); err != nil {
+					errs[i-from] = fmt.Errorf("cluster %s: %w", name, err)
+				}
+			}
+		})
+	}
+	for i := from; i < m; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 func (f *fleet) startAPIServers(count int) ([]*rest.Config, error) {
@@ -111,9 +143,11 @@ func (f *fleet) startAPIServers(count int) ([]*rest.Config, error) {
 	return cfgs, nil
 }
 
-// addCluster creates cluster name's proxy, kubeconfig Secret, Cluster (with
-// the status both Cluster API versions wait for) and n objects.
-func (f *fleet) addCluster(ctx context.Context, mgmt client.Client, name string, target *rest.Config, n int) error {
+// addCluster creates cluster i's proxy (f.Proxies[i]), kubeconfig Secret,
+// Cluster (with the status both Cluster API versions wait for) and
+// objects, under name (f.Names[i]).
+func (f *fleet) addCluster(ctx context.Context, i int, name string, target *rest.Config) error {
+	mgmt := f.mgmt
 	u, err := url.Parse(target.Host)
 	if err != nil {
 		return fmt.Errorf("workload apiserver address: %w", err)
@@ -122,8 +156,7 @@ func (f *fleet) addCluster(ctx context.Context, mgmt client.Client, name string,
 	if err != nil {
 		return err
 	}
-	f.Proxies = append(f.Proxies, p)
-	f.Names = append(f.Names, name)
+	f.Proxies[i], f.Names[i] = p, name
 	kc, err := envtestutil.Kubeconfig(target, p.Addr(), "")
 	if err != nil {
 		return err
@@ -142,10 +175,10 @@ func (f *fleet) addCluster(ctx context.Context, mgmt client.Client, name string,
 	if err := mgmt.Status().Update(ctx, cluster); err != nil {
 		return fmt.Errorf("setting Cluster status: %w", err)
 	}
-	for i := range n {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: fmt.Sprintf("%s-%d", name, i), Labels: labels}}
+	for j := range f.objects {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: fmt.Sprintf("%s-%d", name, j), Labels: labels}}
 		if err := mgmt.Create(ctx, cm); err != nil {
-			return fmt.Errorf("creating object %d: %w", i, err)
+			return fmt.Errorf("creating object %d: %w", j, err)
 		}
 	}
 	return nil
@@ -189,7 +222,9 @@ func splitHostPort(hp string) (string, int64) {
 // stop closes every proxy, stops every apiserver and removes the files.
 func (f *fleet) stop() {
 	for _, p := range f.Proxies {
-		p.Close()
+		if p != nil {
+			p.Close()
+		}
 	}
 	for _, e := range f.envs {
 		if err := e.Stop(); err != nil {

@@ -11,9 +11,14 @@ import (
 	"os/signal"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // options are the command line.
@@ -27,6 +32,8 @@ type options struct {
 	jsonOut    string
 	modelFrom  string
 	smoke      bool
+	scaleRun   scaleOptions
+	scaleFrom  string
 }
 
 // report is the JSON written with -json (read by bench/peers/plot).
@@ -41,6 +48,14 @@ type report struct {
 }
 
 func main() {
+	// envtest and the controller-runtime client log through
+	// controller-runtime's logger: without one set it prints a
+	// "log.SetLogger(...) was never called" stack dump.
+	log := logr.Discard()
+	if os.Getenv("PEER_LOG") != "" {
+		log = funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{})
+	}
+	ctrllog.SetLogger(log)
 	o, err := parseFlags(os.Args[1:])
 	if err == nil {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -77,6 +92,9 @@ func parseFlags(args []string) (options, error) {
 	fs.Float64Var(&o.scale, "model-scale", 0.1, "time scale of the bench/sim model runs (0.01 overshoots 100 ms of work by ≈ 20 %, 0.1 by ≈ 5 %)")
 	fs.StringVar(&o.modelFrom, "model-from", "", "run no peer: redo the model check against the real results in this -json file")
 	fs.StringVar(&o.jsonOut, "json", "", "write every figure, series and the model check to this file")
+	fs.BoolVar(&o.cfg.Timings, "timings", false, "the peers time their reconciles' phases and client-go's requests; printed after the real table")
+	sizes := scaleFlags(fs, &o.scaleRun)
+	fs.StringVar(&o.scaleFrom, "scale-from", "", "run no peer: redo the fits and tables of a scale run's -json file")
 	fs.BoolVar(&o.smoke, "smoke", false, "the make test smoke: 4 clusters on 1 apiserver, 3 objects, the dead scenario for 10 s; fails unless every peer reconciled")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -86,6 +104,9 @@ func parseFlags(args []string) (options, error) {
 	}
 	o.strategies = strings.Split(strategies, ",")
 	var err error
+	if err := o.scaleStrategies(fs, *sizes); err != nil {
+		return o, err
+	}
 	if o.run, err = regexp.Compile(runExpr); err != nil {
 		return o, fmt.Errorf("-run: %w", err)
 	}
@@ -103,11 +124,15 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if o.modelFrom != "" {
 		return remodel(ctx, o, out)
 	}
-	bins := map[string]string{}
-	for _, s := range o.strategies {
-		if bins[s], err = buildPeer(ctx, root, s); err != nil {
-			return err
-		}
+	if o.scaleFrom != "" {
+		return rescale(o, out)
+	}
+	bins, err := buildPeers(ctx, root, o)
+	if err != nil {
+		return err
+	}
+	if len(o.scaleRun.Sizes) > 0 {
+		return runScale(ctx, o, bins, root, out)
 	}
 	start := time.Now()
 	fmt.Fprintf(os.Stderr, "bench-peers: starting %d apiservers, %d Clusters × %d objects\n", 1+o.apiservers, o.cfg.Clusters, o.cfg.Objects)
@@ -117,6 +142,33 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	}
 	defer f.stop()
 	rep := report{Date: start.UTC().Format(time.RFC3339), Machine: machine(), Config: o.cfg, APIServers: o.apiservers, ModelScale: o.scale}
+	ran, err := runScenarios(ctx, f, bins, o, &rep)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "Real peers on one fleet: %d Clusters (%d workload apiservers) × %d objects, %d workers, %s of work per reconcile; %s wall\n\n",
+		o.cfg.Clusters, o.apiservers, o.cfg.Objects, o.cfg.Workers, o.cfg.Work, time.Since(start).Round(time.Second))
+	if err := writeReal(out, rep.Results); err != nil {
+		return err
+	}
+	if err := writeTimings(out, rep.Results); err != nil {
+		return err
+	}
+	if err := modelCheck(ctx, o, ran, &rep, out); err != nil {
+		return err
+	}
+	if err := writeJSON(o.jsonOut, rep); err != nil {
+		return err
+	}
+	if o.smoke {
+		return smokeCheck(rep.Results, len(o.strategies))
+	}
+	return nil
+}
+
+// runScenarios runs every strategy of o on every scenario -run selects,
+// adding the results to rep, and returns the scenarios it ran.
+func runScenarios(ctx context.Context, f *fleet, bins map[string]string, o options, rep *report) ([]scenario, error) {
 	var ran []scenario
 	for _, sc := range scenarios(o.t) {
 		if !o.run.MatchString(sc.Name) {
@@ -128,32 +180,57 @@ func run(ctx context.Context, o options, out io.Writer) error {
 			fmt.Fprintf(os.Stderr, "bench-peers: %s on %s (≤ %s)\n", s, sc.Name, sc.Duration)
 			res, err := runPeer(ctx, f, bins[s], s, sc, l, o.cfg)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			rep.Results = append(rep.Results, res)
 		}
 	}
-	fmt.Fprintf(out, "Real peers on one fleet: %d Clusters (%d workload apiservers) × %d objects, %d workers, %s of work per reconcile; %s wall\n\n",
-		o.cfg.Clusters, o.apiservers, o.cfg.Objects, o.cfg.Workers, o.cfg.Work, time.Since(start).Round(time.Second))
-	if err := writeReal(out, rep.Results); err != nil {
+	return ran, nil
+}
+
+// readJSON decodes file into v.
+func readJSON(file string, v any) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
 		return err
 	}
-	if err := modelCheck(ctx, o, ran, &rep, out); err != nil {
-		return err
-	}
-	if o.jsonOut != "" {
-		data, err := json.MarshalIndent(rep, "", " ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(o.jsonOut, data, 0o644); err != nil {
-			return fmt.Errorf("writing %s: %w", o.jsonOut, err)
-		}
-	}
-	if o.smoke {
-		return smokeCheck(rep.Results, len(o.strategies))
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("%s: %w", file, err)
 	}
 	return nil
+}
+
+// writeJSON writes v as indented JSON to file, unless file is empty.
+func writeJSON(file string, v any) error {
+	if file == "" {
+		return nil
+	}
+	data, err := json.MarshalIndent(v, "", " ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", file, err)
+	}
+	return nil
+}
+
+// buildPeers builds o's strategies (the -peer ones are given) and returns
+// their binaries by name.
+func buildPeers(ctx context.Context, root string, o options) (map[string]string, error) {
+	bins := map[string]string{}
+	for _, s := range o.strategies {
+		if bin, ok := o.scaleRun.Extra[s]; ok {
+			bins[s] = bin
+			continue
+		}
+		bin, err := buildPeer(ctx, root, s)
+		if err != nil {
+			return nil, err
+		}
+		bins[s] = bin
+	}
+	return bins, nil
 }
 
 // modelCheck runs bench/sim on every scenario of rep's results and prints
@@ -179,13 +256,9 @@ func modelCheck(ctx context.Context, o options, ran []scenario, rep *report, out
 // remodel redoes the model check of a -json file's real results (the
 // scenarios' timings come from the flags, as when it was written).
 func remodel(ctx context.Context, o options, out io.Writer) error {
-	data, err := os.ReadFile(o.modelFrom)
-	if err != nil {
-		return err
-	}
 	var rep report
-	if err := json.Unmarshal(data, &rep); err != nil {
-		return fmt.Errorf("%s: %w", o.modelFrom, err)
+	if err := readJSON(o.modelFrom, &rep); err != nil {
+		return err
 	}
 	var ran []scenario
 	for _, sc := range scenarios(o.t) {
@@ -201,13 +274,7 @@ func remodel(ctx context.Context, o options, out io.Writer) error {
 	if err := modelCheck(ctx, o, ran, &rep, out); err != nil {
 		return err
 	}
-	if o.jsonOut == "" {
-		return nil
-	}
-	if data, err = json.MarshalIndent(rep, "", " "); err != nil {
-		return err
-	}
-	return os.WriteFile(o.jsonOut, data, 0o644)
+	return writeJSON(o.jsonOut, rep)
 }
 
 // smokeCheck fails unless every peer ran and reconciled healthy objects,
@@ -237,4 +304,65 @@ func machine() string {
 		}
 	}
 	return fmt.Sprintf("%d vCPU %q, %s/%s, %s", runtime.NumCPU(), cpu, runtime.GOOS, runtime.GOARCH, runtime.Version())
+}
+
+// scaleFlags defines the flags of scale runs on fs, into so; it returns
+// -scale's value, which parseFlags hands to scaleStrategies.
+func scaleFlags(fs *flag.FlagSet, so *scaleOptions) *string {
+	sizes := fs.String("scale", "", "scale run (make bench-scale): comma-separated fleet sizes, e.g. 100,300,1000; every peer connects all clusters, then idles")
+	fs.DurationVar(&so.Idle, "idle", time.Minute, "scale run: each peer's idle window once connected")
+	fs.DurationVar(&so.Baseline, "baseline", 20*time.Second, "scale run: window measuring the apiservers' own requests, no peer running")
+	fs.DurationVar(&so.Connect, "connect", 5*time.Minute, "scale run: bound of the time until every cluster is connected")
+	fs.IntVar(&so.CCTMax, "cct-max", 100, "scale run: run CCT v1.8.4 only on fleets up to this size")
+	fs.Func("peer", "NAME=BINARY: one more peer speaking the workload protocol, not built (the Cluster API drop-in's hook); repeatable", func(v string) error {
+		name, bin, ok := strings.Cut(v, "=")
+		if !ok || name == "" || bin == "" {
+			return errors.New("want NAME=BINARY")
+		}
+		if so.Extra == nil {
+			so.Extra = map[string]string{}
+		}
+		so.Extra[name] = bin
+		return nil
+	})
+	return sizes
+}
+
+// scaleStrategies reads -scale's sizes; a scale run without -strategies
+// runs the floor and every peer. The -peer programs are added.
+func (o *options) scaleStrategies(fs *flag.FlagSet, sizes string) error {
+	var err error
+	if o.scaleRun.Sizes, err = parseSizes(sizes); err != nil {
+		return err
+	}
+	if len(o.scaleRun.Sizes) > 0 && !flagSet(fs, "strategies") {
+		o.strategies = []string{"floor", "clusterpool", "clustercache", "cct"}
+	}
+	for name := range o.scaleRun.Extra {
+		o.strategies = append(o.strategies, name)
+	}
+	return nil
+}
+
+// parseSizes reads -scale: ascending positive fleet sizes.
+func parseSizes(s string) ([]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var sizes []int
+	for item := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(item))
+		if err != nil || n < 1 || (len(sizes) > 0 && n <= sizes[len(sizes)-1]) {
+			return nil, fmt.Errorf("-scale %q: want ascending positive sizes", s)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes, nil
+}
+
+// flagSet reports whether flag name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

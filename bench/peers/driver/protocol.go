@@ -24,6 +24,22 @@ type figures struct {
 	RSSBytes             int64            `json:"rss_bytes"`
 	PeakRSSBytes         int64            `json:"peak_rss_bytes"`
 	Goroutines           int              `json:"goroutines"`
+	IdleStartUnixMs      int64            `json:"idle_start_unix_ms,omitempty"`
+	IdleEndUnixMs        int64            `json:"idle_end_unix_ms,omitempty"`
+	IdleCPUSeconds       float64          `json:"idle_cpu_s,omitempty"`
+	HeapBytes            int64            `json:"heap_bytes,omitempty"`
+	IdleRequests         uint64           `json:"idle_requests,omitempty"`
+	Timings              map[string]dist  `json:"timings,omitempty"`
+}
+
+// dist is one timing's summary (workload.Dist), in milliseconds.
+type dist struct {
+	N    int     `json:"n"`
+	Mean float64 `json:"mean_ms"`
+	P50  float64 `json:"p50_ms"`
+	P90  float64 `json:"p90_ms"`
+	P99  float64 `json:"p99_ms"`
+	Max  float64 `json:"max_ms"`
 }
 
 // point is one bucket of a peer's time series (workload.Point).

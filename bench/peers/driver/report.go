@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -71,4 +73,38 @@ func num(v float64) string {
 		return fmt.Sprint(int64(v))
 	}
 	return fmt.Sprintf("%.1f", v)
+}
+
+// timingOrder lists the timings a peer records (-timings), in the order of
+// a reconcile: its phases, then client-go's view of each workload request.
+var timingOrder = []string{"mgmt_read", "client_get", "write", "sleep_overshoot", "ratelimit", "request", "request_less_ratelimit", "roundtrip", "guard_and_decode"}
+
+// writeTimings prints the timings of the results that have some.
+func writeTimings(w io.Writer, results []result) error {
+	var b strings.Builder
+	for _, r := range results {
+		if len(r.Figures.Timings) == 0 {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString("\nTimings (ms): phases of successful reconciles; client-go's rate-limiter wait and whole request per workload ConfigMap request; request_less_ratelimit: the request less that wait (transport, server, decoding); roundtrip: on the wire, inside clusterpool's request guard; guard_and_decode: request_less_ratelimit less roundtrip, per request\n\n")
+			b.WriteString("| scenario | strategy | timing | n | mean | p50 | p90 | p99 | max |\n|---|---|---|---|---|---|---|---|---|\n")
+		}
+		names := slices.Sorted(maps.Keys(r.Figures.Timings))
+		slices.SortStableFunc(names, func(a, b string) int { return index(a) - index(b) })
+		for _, name := range names {
+			d := r.Figures.Timings[name]
+			fmt.Fprintf(&b, "| %s | %s | %s | %d | %.1f | %.1f | %.1f | %.1f | %.1f |\n", r.Scenario, r.Strategy, name, d.N, d.Mean, d.P50, d.P90, d.P99, d.Max)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// index is name's place in timingOrder (unknown names last).
+func index(name string) int {
+	if i := slices.Index(timingOrder, name); i >= 0 {
+		return i
+	}
+	return len(timingOrder)
 }

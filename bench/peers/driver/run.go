@@ -22,6 +22,9 @@ type config struct {
 	Work     time.Duration `json:"work_ns"`
 	Bucket   time.Duration `json:"bucket_ns"`
 	Seed     uint64        `json:"seed"`
+	// Timings makes the peers record their reconciles' phases and
+	// client-go's request timings (-timings).
+	Timings bool `json:"timings,omitempty"`
 }
 
 // result is one strategy's real figures on one scenario.
@@ -56,6 +59,9 @@ func runPeer(ctx context.Context, f *fleet, bin, strategy string, sc scenario, l
 	args := []string{"-kubeconfig", f.Kubeconfig, "-namespace", namespace, "-roles", strings.Join(roles, ","),
 		"-objects", fmt.Sprint(cfg.Objects), "-workers", fmt.Sprint(cfg.Workers), "-work", cfg.Work.String(),
 		"-duration", sc.Duration.String(), fmt.Sprintf("-saturate=%t", sc.Saturate), "-bucket", cfg.Bucket.String()}
+	if cfg.Timings {
+		args = append(args, "-timings")
+	}
 	ctx, cancel := context.WithTimeout(ctx, sc.Duration+2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)

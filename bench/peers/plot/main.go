@@ -1,10 +1,13 @@
 // Command plot draws bench/peers/results/peers.png from the JSON the
 // bench-peers driver writes (-json): healthy reconciles per second and
 // reconcile p99 over time, one line per real peer, in the dead and the
-// flapping scenarios. It is a module of its own so that gonum plot stays
-// out of the library's dependencies.
+// flapping scenarios; with -scale, results/scale.png from a scale run
+// (make bench-scale): each figure over the fleet size, one line per peer.
+// It is a module of its own so that gonum plot stays out of the library's
+// dependencies.
 //
 //	go run . -in ../results/peers.json -out ../results/peers.png
+//	go run . -scale -in ../results/scale.json -out ../results/scale.png
 package main
 
 import (
@@ -52,6 +55,7 @@ var colors = map[string]color.Color{
 	"cct":          color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
 	"clustercache": color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
 	"clusterpool":  color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
+	"floor":        color.Black,
 }
 
 // scenarios are the plot's rows.
@@ -60,8 +64,13 @@ var scenarios = []string{"dead", "flapping"}
 func main() {
 	in := flag.String("in", "../results/peers.json", "the driver's -json output")
 	out := flag.String("out", "../results/peers.png", "PNG to write")
+	scale := flag.Bool("scale", false, "the input is a scale run's (make bench-scale): draw each figure over the fleet size")
 	flag.Parse()
-	if err := run(*in, *out); err != nil {
+	plotFn := run
+	if *scale {
+		plotFn = runScale
+	}
+	if err := plotFn(*in, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "plot:", err)
 		os.Exit(1)
 	}
@@ -99,10 +108,17 @@ func run(in, out string) error {
 		p99.Y.Max *= 8
 		grid[row] = []*plot.Plot{thr, p99}
 	}
+	title := fmt.Sprintf("real peers, %d clusters × %d objects, %d workers; %s", rep.Config.Clusters, rep.Config.Objects,
+		rep.Config.Workers, rep.Machine)
+	return save(grid, title, out)
+}
+
+// save draws grid (rows of plots) with title on top into the PNG out.
+func save(grid [][]*plot.Plot, title, out string) error {
 	const w, h = 12 * vg.Inch, 8 * vg.Inch
 	img := vgimg.New(w, h)
 	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: len(scenarios), Cols: 2, PadX: vg.Inch / 4, PadY: vg.Inch / 4, PadTop: vg.Inch / 3,
+	tiles := draw.Tiles{Rows: len(grid), Cols: len(grid[0]), PadX: vg.Inch / 4, PadY: vg.Inch / 4, PadTop: vg.Inch / 3,
 		PadBottom: vg.Inch / 8, PadLeft: vg.Inch / 8, PadRight: vg.Inch / 8}
 	canvases := plot.Align(grid, tiles, dc)
 	for i := range grid {
@@ -110,8 +126,6 @@ func run(in, out string) error {
 			grid[i][j].Draw(canvases[i][j])
 		}
 	}
-	title := fmt.Sprintf("real peers, %d clusters × %d objects, %d workers; %s", rep.Config.Clusters, rep.Config.Objects,
-		rep.Config.Workers, rep.Machine)
 	ts := grid[0][0].Title.TextStyle
 	dc.FillText(draw.TextStyle{Color: color.Black, Font: ts.Font, XAlign: draw.XCenter, YAlign: draw.YTop, Handler: ts.Handler},
 		vg.Point{X: w / 2, Y: h - vg.Points(4)}, title)

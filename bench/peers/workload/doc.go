@@ -2,7 +2,9 @@
 // workload controller (a controller-runtime manager whose reconciler gets a
 // workload cluster's client from the strategy under test and reads and
 // writes one ConfigMap in that cluster), the figures it records, and the
-// flags-in, JSON-out protocol with the driver (bench/peers/driver).
+// flags-in, JSON-out protocol with the driver (bench/peers/driver), and,
+// for scale runs, the idle window (-idle, package idle) and, for the success
+// tail, the timings of reconciles and requests (-timings).
 //
 // It is a module of its own, requiring the oldest client-go and
 // controller-runtime of the three peers (those of Cluster API v1.8.4), so

@@ -45,6 +45,22 @@ type Figures struct {
 	RSSBytes     int64 `json:"rss_bytes"`
 	PeakRSSBytes int64 `json:"peak_rss_bytes"`
 	Goroutines   int   `json:"goroutines"`
+
+	// Scale runs only (Plan.Idle): the idle window's bounds (wall clock,
+	// ms), the process's CPU time in it (user + system, s), and the live
+	// Go heap after a GC at its end. RSSBytes and Goroutines are then
+	// taken at the window's end too, before the GC.
+	IdleStartUnixMs int64   `json:"idle_start_unix_ms,omitempty"`
+	IdleEndUnixMs   int64   `json:"idle_end_unix_ms,omitempty"`
+	IdleCPUSeconds  float64 `json:"idle_cpu_s,omitempty"`
+	HeapBytes       int64   `json:"heap_bytes,omitempty"`
+	// IdleRequests: requests the process sent to workload clusters in the
+	// idle window, as client-go reports them (watches not included).
+	IdleRequests uint64 `json:"idle_requests,omitempty"`
+
+	// Timings, if the peer records them (-timings): distributions of the
+	// phases of successful reconciles and of client-go's requests.
+	Timings map[string]Dist `json:"timings,omitempty"`
 }
 
 // Point is one bucket of the time series.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"runtime"
 	"time"
@@ -24,6 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/clusterpool/clusterpool/bench/peers/workload/idle"
 )
 
 // Peer is one strategy's program.
@@ -84,6 +87,10 @@ func Run(ctx context.Context, p Peer, plan Plan, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
+	requests, err := instrument(&plan, cfg.Host)
+	if err != nil {
+		return err
+	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	strategy, watch, err := p.Setup(runCtx, mgr, plan)
@@ -98,7 +105,7 @@ func Run(ctx context.Context, p Peer, plan Plan, out io.Writer) error {
 	if watch != nil {
 		b = watch(b)
 	}
-	if err := b.Complete(&Reconciler{Mgmt: mgr.GetClient(), Strategy: strategy, Plan: plan, Rec: rec}); err != nil {
+	if err := b.Complete(&Reconciler{Mgmt: mgr.GetClient(), Strategy: strategy, Plan: plan, Rec: rec, Timings: plan.Timings}); err != nil {
 		return fmt.Errorf("creating workload controller: %w", err)
 	}
 
@@ -110,8 +117,8 @@ func Run(ctx context.Context, p Peer, plan Plan, out io.Writer) error {
 	}
 	f := rec.Figures()
 	f.Strategy, f.Version = p.Name, p.Version
-	f.Goroutines = runtime.NumGoroutine()
-	f.RSSBytes, f.PeakRSSBytes = rss()
+	f.Timings = plan.Timings.Dists()
+	measure(plan, requests, &f)
 	if err := json.NewEncoder(out).Encode(f); err != nil {
 		return fmt.Errorf("writing figures: %w", err)
 	}
@@ -122,6 +129,37 @@ func Run(ctx context.Context, p Peer, plan Plan, out io.Writer) error {
 		fmt.Fprintf(os.Stderr, "%s: manager did not stop within %s\n", p.Name, 2*grace)
 	}
 	return nil
+}
+
+// instrument sets up what the plan records beyond the workload's figures:
+// with RecordTimings, plan.Timings and client-go's hooks; in a scale run
+// (Idle) without them, a count of the requests to hosts other than the
+// management cluster's mgmtHost, which it returns (nil otherwise).
+func instrument(plan *Plan, mgmtHost string) (requests func() uint64, err error) {
+	if plan.RecordTimings {
+		plan.Timings = NewTimings()
+		HookClientGo(plan.Timings)
+		return nil, nil
+	}
+	if plan.Idle <= 0 {
+		return nil, nil
+	}
+	u, err := url.Parse(mgmtHost)
+	if err != nil {
+		return nil, fmt.Errorf("management host: %w", err)
+	}
+	return idle.CountRequests(u.Host), nil
+}
+
+// measure sets f's process figures: after the idle window in a scale run,
+// else now.
+func measure(plan Plan, requests func() uint64, f *Figures) {
+	if plan.Idle > 0 {
+		measureIdle(plan.Idle, requests, f)
+		return
+	}
+	f.Goroutines = runtime.NumGoroutine()
+	f.RSSBytes, f.PeakRSSBytes = idle.RSS()
 }
 
 // wait returns when the run is over: Duration passed, or (unless

@@ -54,6 +54,20 @@ type Plan struct {
 	Bucket time.Duration
 	// WorkloadNamespace holds the ConfigMaps written in workload clusters.
 	WorkloadNamespace string
+	// Idle, if positive, makes the run a scale run: once every measured
+	// object reconciled (or Duration passed) the process stays idle this
+	// long and reports its idle figures (see Idle).
+	Idle time.Duration
+	// WatchNodes asks the strategy to hold a Node informer in every
+	// workload cluster, as ClusterCache's NodeProviderIDIndex does (peers
+	// that always do ignore it).
+	WatchNodes bool
+	// RecordTimings makes the run record the phases of successful
+	// reconciles and client-go's timings of the workload requests
+	// (Figures.Timings) into Timings, which Run sets before the peer's
+	// Setup, so that the peer may add timings of its own.
+	RecordTimings bool
+	Timings       *Timings
 }
 
 // ParsePlan reads a Plan from args (the flags the driver passes).
@@ -71,6 +85,9 @@ func ParsePlan(args []string) (Plan, error) {
 	fs.BoolVar(&p.Saturate, "saturate", false, "requeue every object as soon as it reconciled")
 	fs.DurationVar(&p.Bucket, "bucket", 5*time.Second, "time series bucket")
 	fs.StringVar(&p.WorkloadNamespace, "workload-namespace", "default", "namespace written in workload clusters")
+	fs.DurationVar(&p.Idle, "idle", 0, "scale run: stay idle this long once every object reconciled, and report the idle figures")
+	fs.BoolVar(&p.RecordTimings, "timings", false, "record the phases of successful reconciles and client-go's request timings")
+	fs.BoolVar(&p.WatchNodes, "watch-nodes", false, "hold a Node informer in every workload cluster")
 	if err := fs.Parse(args); err != nil {
 		return Plan{}, err
 	}

@@ -41,6 +41,8 @@ type Reconciler struct {
 	Strategy Strategy
 	Plan     Plan
 	Rec      *Recorder
+	// Timings, if not nil, receives the phases of successful reconciles.
+	Timings *Timings
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -55,6 +57,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		return ctrl.Result{}, nil // not an object of this run
 	}
 	key := client.ObjectKey{Namespace: req.Namespace, Name: name}
+	read := time.Since(start)
 	c, err := r.Strategy.Get(ctx, key)
 	got := time.Since(start)
 	if err != nil {
@@ -67,6 +70,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		return res, rerr
 	}
 	err = r.write(ctx, c, req.Name)
+	wrote := time.Since(start)
 	if r.Strategy.Report != nil {
 		r.Strategy.Report(key, err)
 	}
@@ -83,6 +87,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		r.Rec.Record(name, req.Name, start, time.Since(start), outcome)
 		return res, rerr
 	}
+	r.Timings.Add("mgmt_read", read)
+	r.Timings.Add("client_get", got-read)
+	r.Timings.Add("write", wrote-got)
 	if rest := r.Plan.Work - time.Since(start); rest > 0 {
 		t := time.NewTimer(rest)
 		select {
@@ -91,6 +98,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		}
 		t.Stop()
 	}
+	r.Timings.Add("sleep_overshoot", time.Since(start)-max(r.Plan.Work, wrote))
 	r.Rec.Record(name, req.Name, start, got, Succeeded)
 	if r.Plan.Saturate {
 		// Forget and add again at once: demand exceeds the workers.
@@ -104,11 +112,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 func (r *Reconciler) write(ctx context.Context, c client.Client, name string) error {
 	cm := &corev1.ConfigMap{}
 	key := types.NamespacedName{Namespace: r.Plan.WorkloadNamespace, Name: name}
-	err := c.Get(ctx, key, cm)
+	err := r.Timings.traced(ctx, func(ctx context.Context) error { return c.Get(ctx, key, cm) })
 	if apierrors.IsNotFound(err) {
 		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name},
 			Data: map[string]string{"n": "1"}}
-		if err := c.Create(ctx, cm); err != nil {
+		if err := r.Timings.traced(ctx, func(ctx context.Context) error { return c.Create(ctx, cm) }); err != nil {
 			return fmt.Errorf("creating configmap %s: %w", key, err)
 		}
 		return nil
@@ -121,7 +129,7 @@ func (r *Reconciler) write(ctx context.Context, c client.Client, name string) er
 		cm.Data = map[string]string{}
 	}
 	cm.Data["n"] = strconv.Itoa(n + 1)
-	if err := c.Update(ctx, cm); err != nil {
+	if err := r.Timings.traced(ctx, func(ctx context.Context) error { return c.Update(ctx, cm) }); err != nil {
 		return fmt.Errorf("updating configmap %s: %w", key, err)
 	}
 	return nil

@@ -1,4 +1,4 @@
-package workload
+package idle
 
 import (
 	"bufio"
@@ -7,9 +7,9 @@ import (
 	"strings"
 )
 
-// rss returns the process's resident set size and its peak (VmRSS and
+// RSS returns the process's resident set size and its peak (VmRSS and
 // VmHWM of /proc/self/status) in bytes; zeros where /proc is missing.
-func rss() (now, peak int64) {
+func RSS() (now, peak int64) {
 	f, err := os.Open("/proc/self/status")
 	if err != nil {
 		return 0, 0

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestLeastSquaresAndFloorRatio(t *testing.T) {
+	slope, icpt := leastSquares([]float64{100, 300, 1000}, []float64{1200, 3200, 10200})
+	if math.Abs(slope-10) > 1e-9 || math.Abs(icpt-200) > 1e-6 {
+		t.Fatalf("slope %v intercept %v, want 10 and 200", slope, icpt)
+	}
+	rs := []scaleResult{
+		{Clusters: 100, Strategy: "floor", RSSBytes: 1000},
+		{Clusters: 300, Strategy: "floor", RSSBytes: 3000},
+		{Clusters: 100, Strategy: "peer", RSSBytes: 3000},
+		{Clusters: 300, Strategy: "peer", RSSBytes: 7000},
+		{Clusters: 100, Strategy: "cct", RSSBytes: 5000},
+	}
+	got := map[string]fit{}
+	for _, f := range fits(rs) {
+		if f.Figure == "rss_bytes" {
+			got[f.Strategy] = f
+		}
+	}
+	if got["peer"].Slope != 20 || got["peer"].FloorRatio != 2 {
+		t.Fatalf("peer fit %+v, want slope 20 and 2× the floor", got["peer"])
+	}
+	if c := got["cct"]; !c.Single || c.Slope != 50 || c.FloorRatio != 5 {
+		t.Fatalf("one-size fit %+v, want 50 per cluster (÷ N) and 5×", c)
+	}
+}
+
+func TestCountEstablished(t *testing.T) {
+	table := `  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:9C40 0100007F:1F90 01 00000000:00000000 00:00000000 00000000     0        0 111 1 0 20 4 30 10 -1
+   1: 0100007F:9C41 0100007F:1F90 01 00000000:00000000 00:00000000 00000000     0        0 112 1 0 20 4 30 10 -1
+   2: 0100007F:9C42 0100007F:1F91 06 00000000:00000000 00:00000000 00000000     0        0 113 1 0 20 4 30 10 -1
+   3: 0100007F:9C43 0100007F:1F91 01 00000000:00000000 00:00000000 00000000     0        0 999 1 0 20 4 30 10 -1
+   4: 0100007F:9C44 0100007F:1F92 01 00000000:00000000 00:00000000 00000000     0        0 114 1 0 20 4 30 10 -1
+`
+	inodes := map[string]bool{"111": true, "112": true, "113": true, "114": true}
+	counts := make([]int, 2)
+	countEstablished(table, inodes, map[int]int{0x1F90: 0, 0x1F91: 1}, counts)
+	// 1F90: two established of ours; 1F91: one in TIME_WAIT, one not ours;
+	// 1F92 is no cluster's port.
+	if counts[0] != 2 || counts[1] != 0 {
+		t.Fatalf("counts %v, want [2 0]", counts)
+	}
+	if mean, lo, hi := connStats([]int{2, 0, 1}); mean != 1 || lo != 0 || hi != 2 {
+		t.Fatalf("stats %v %v %v", mean, lo, hi)
+	}
+}
+
+func TestSumCounter(t *testing.T) {
+	text := `# TYPE apiserver_request_total counter
+apiserver_request_total{code="200",verb="GET"} 12
+apiserver_request_total{code="201",verb="POST"} 3.5
+apiserver_request_total_other 100
+apiserver_request_duration_seconds_count{verb="GET"} 7
+`
+	n, err := sumCounter(strings.NewReader(text), "apiserver_request_total")
+	if err != nil || n != 15.5 {
+		t.Fatalf("sum %v, %v; want 15.5", n, err)
+	}
+}
+
+func TestMarkerWriter(t *testing.T) {
+	var out strings.Builder
+	var events []string
+	m := &markerWriter{out: &out, onStart: func() { events = append(events, "start") }, onEnd: func() { events = append(events, "end") }}
+	for _, chunk := range []string{"log line\nbench-peers: idle st", "art\nmore\n", "bench-peers: idle end\n"} {
+		m.Write([]byte(chunk))
+	}
+	if strings.Join(events, ",") != "start,end" || out.String() != "log line\nmore\n" {
+		t.Fatalf("events %v, passed through %q", events, out.String())
+	}
+}
+
+func TestParseSizes(t *testing.T) {
+	if s, err := parseSizes("100, 300,1000"); err != nil || len(s) != 3 || s[2] != 1000 {
+		t.Fatalf("sizes %v, %v", s, err)
+	}
+	for _, bad := range []string{"300,100", "0", "x", "100,100"} {
+		if _, err := parseSizes(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+// TestIdleMarkerMatchesWorkload checks the driver's idle marker against
+// the one bench/peers/workload/idle prints.
+func TestIdleMarkerMatchesWorkload(t *testing.T) {
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(root + "/bench/peers/workload/idle/idle.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "const Marker = " + strconv.Quote(idleMarker); !strings.Contains(string(src), want) {
+		t.Fatalf("workload/idle has no %s", want)
+	}
+}

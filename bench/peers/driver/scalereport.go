@@ -1,0 +1,160 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+// The figures fitted over N, in scaleResult's units.
+var fitFigures = []struct {
+	Name string
+	Of   func(scaleResult) float64
+}{
+	{"rss_bytes", func(r scaleResult) float64 { return float64(r.RSSBytes) }},
+	{"heap_bytes", func(r scaleResult) float64 { return float64(r.HeapBytes) }},
+	{"goroutines", func(r scaleResult) float64 { return float64(r.Goroutines) }},
+	{"idle_cpu_s_per_min", func(r scaleResult) float64 { return r.IdleCPUPerMin }},
+	{"idle_requests_per_s", func(r scaleResult) float64 { return r.IdleRequestsPerSec }},
+	{"connect_s", func(r scaleResult) float64 { return r.ConnectS }},
+}
+
+// fit is one strategy's least-squares line of one figure over N: Slope is
+// the figure per cluster. With one fleet size only, Slope is the figure
+// divided by N and Single is set. FloorRatio is Slope over the floor's.
+type fit struct {
+	Strategy   string  `json:"strategy"`
+	Figure     string  `json:"figure"`
+	Slope      float64 `json:"slope"`
+	Intercept  float64 `json:"intercept"`
+	Single     bool    `json:"single,omitempty"`
+	FloorRatio float64 `json:"floor_ratio,omitempty"`
+}
+
+// fits fits every figure of every strategy in results.
+func fits(results []scaleResult) []fit {
+	var out []fit
+	floor := map[string]float64{}
+	for _, s := range strategiesOf(results) {
+		for _, fig := range fitFigures {
+			var xs, ys []float64
+			for _, r := range results {
+				if r.Strategy == s && (fig.Name != "connect_s" || r.ConnectS >= 0) {
+					xs, ys = append(xs, float64(r.Clusters)), append(ys, fig.Of(r))
+				}
+			}
+			if len(xs) == 0 {
+				continue
+			}
+			f := fit{Strategy: s, Figure: fig.Name}
+			f.Slope, f.Intercept = leastSquares(xs, ys)
+			if len(xs) == 1 {
+				f.Slope, f.Intercept, f.Single = ys[0]/xs[0], 0, true
+			}
+			if s == "floor" {
+				floor[fig.Name] = f.Slope
+			}
+			out = append(out, f)
+		}
+	}
+	for i := range out {
+		// The floor sends no request while idle: a ratio to its noise
+		// around zero would mean nothing.
+		if b := floor[out[i].Figure]; b > 0 && out[i].Figure != "idle_requests_per_s" {
+			out[i].FloorRatio = out[i].Slope / b
+		}
+	}
+	return out
+}
+
+// leastSquares returns the slope and intercept of the least-squares line
+// through (xs, ys); slope 0 when every x is the same.
+func leastSquares(xs, ys []float64) (slope, intercept float64) {
+	n := float64(len(xs))
+	var sx, sy float64
+	for i := range xs {
+		sx, sy = sx+xs[i], sy+ys[i]
+	}
+	mx, my := sx/n, sy/n
+	var sxy, sxx float64
+	for i := range xs {
+		sxy += (xs[i] - mx) * (ys[i] - my)
+		sxx += (xs[i] - mx) * (xs[i] - mx)
+	}
+	if sxx == 0 {
+		return 0, my
+	}
+	slope = sxy / sxx
+	return slope, my - slope*mx
+}
+
+// strategiesOf lists the strategies of results in their first order.
+func strategiesOf(results []scaleResult) []string {
+	var out []string
+	for _, r := range results {
+		if !slices.Contains(out, r.Strategy) {
+			out = append(out, r.Strategy)
+		}
+	}
+	return out
+}
+
+// writeScale prints the measured figures and the per-cluster slopes as
+// markdown tables.
+func writeScale(w io.Writer, rep scaleReport) error {
+	var b strings.Builder
+	b.WriteString("| clusters | peer | connect all s | RSS MiB | Go heap MiB | goroutines | idle CPU s/min | idle req/s (apiservers' count; client-go's) | TCP conns per cluster (min-max) | dials per cluster |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rep.Results {
+		fmt.Fprintf(&b, "| %d | %s %s | %s | %.1f | %.1f | %d | %.2f | %.1f (%.1f; %.1f) | %.2f (%d-%d) | %.2f |\n",
+			r.Clusters, r.Strategy, r.Version, connectCell(r.ConnectS), mib(r.RSSBytes), mib(r.HeapBytes), r.Goroutines,
+			r.IdleCPUPerMin, r.IdleRequestsPerSec, r.IdleServerRequestsPerSec, r.IdleClientRequestsPerSec, r.ConnsPerCluster, r.ConnsMin, r.ConnsMax, r.DialsPerCluster)
+	}
+	fmt.Fprintf(&b, "\nWorkload apiservers' own requests (subtracted above):")
+	for _, bl := range rep.Baselines {
+		fmt.Fprintf(&b, " %.1f/s at %d;", bl.RequestsPerSec, bl.Clusters)
+	}
+	b.WriteString("\n\nPer cluster (least-squares slope over N; × the floor's slope):\n\n")
+	b.WriteString("| peer | RSS KiB | Go heap KiB | goroutines | idle CPU ms/min | idle req/s | connect ms |\n|---|---|---|---|---|---|---|\n")
+	by := map[string]map[string]fit{}
+	for _, f := range rep.Fits {
+		if by[f.Strategy] == nil {
+			by[f.Strategy] = map[string]fit{}
+		}
+		by[f.Strategy][f.Figure] = f
+	}
+	for _, s := range strategiesOf(rep.Results) {
+		m := by[s]
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", s,
+			slopeCell(m["rss_bytes"], 1.0/1024, "%.1f"), slopeCell(m["heap_bytes"], 1.0/1024, "%.1f"),
+			slopeCell(m["goroutines"], 1, "%.2f"), slopeCell(m["idle_cpu_s_per_min"], 1000, "%.2f"),
+			slopeCell(m["idle_requests_per_s"], 1, "%.3f"), slopeCell(m["connect_s"], 1000, "%.1f"))
+	}
+	b.WriteString("\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func connectCell(s float64) string {
+	if s < 0 {
+		return "not all"
+	}
+	return fmt.Sprintf("%.1f", s)
+}
+
+// slopeCell formats f's slope times unit, with its ratio to the floor; a
+// single-size figure is marked (÷ N).
+func slopeCell(f fit, unit float64, format string) string {
+	if f.Figure == "" {
+		return ""
+	}
+	s := fmt.Sprintf(format, f.Slope*unit)
+	if f.Single {
+		s += " (÷ N)"
+	}
+	if f.FloorRatio != 0 && f.Strategy != "floor" {
+		s += fmt.Sprintf(" (%.2f×)", f.FloorRatio)
+	}
+	return s
+}

@@ -1,0 +1,166 @@
+// Command floor is the physical floor of bench/peers' scale runs: a bare
+// client-go program holding, per workload cluster, exactly what every peer
+// must hold and nothing else: one REST client on one HTTP/2 connection (one
+// http.Client shared by the requests and the informer), and an informer for
+// the watched type (Nodes, which ClusterCache's NodeProviderIDIndex
+// watches). No controller-runtime, no REST mapper, no discovery, no health
+// probe, no management-side cache: the kubeconfig Secrets are read with one
+// List and dropped.
+//
+// It takes the peers' flags (bench/peers/workload.ParsePlan; the ones it
+// has no use for are accepted and ignored), connects every cluster of
+// -roles (100 at a time, ClusterCache's default concurrency), writes each
+// cluster's -objects ConfigMaps once in its workload cluster as the peers'
+// reconciler does, then, with -idle, stays idle and measures itself
+// (bench/peers/workload/idle). It prints the peers' JSON figures (the
+// fields it has) on stdout.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/clusterpool/clusterpool/bench/peers/workload/idle"
+)
+
+// connectConcurrency is how many clusters connect at once.
+const connectConcurrency = 100
+
+// figures is the subset of bench/peers/workload.Figures the floor has,
+// by the same JSON names.
+type figures struct {
+	Strategy          string           `json:"strategy"`
+	Version           string           `json:"version"`
+	StartUnixMs       int64            `json:"start_unix_ms"`
+	Seconds           float64          `json:"run_s"`
+	AllReconciled     float64          `json:"all_reconciled_s"`
+	Reconciles        int              `json:"reconciles"`
+	Errors            int              `json:"errors"`
+	ClusterDoneUnixMs map[string]int64 `json:"cluster_done_unix_ms"`
+	RSSBytes          int64            `json:"rss_bytes"`
+	PeakRSSBytes      int64            `json:"peak_rss_bytes"`
+	Goroutines        int              `json:"goroutines"`
+	IdleStartUnixMs   int64            `json:"idle_start_unix_ms,omitempty"`
+	IdleEndUnixMs     int64            `json:"idle_end_unix_ms,omitempty"`
+	IdleCPUSeconds    float64          `json:"idle_cpu_s,omitempty"`
+	HeapBytes         int64            `json:"heap_bytes,omitempty"`
+	IdleRequests      uint64           `json:"idle_requests,omitempty"`
+}
+
+// plan is what the floor reads of the peers' flags.
+type plan struct {
+	kubeconfig, namespace, workloadNamespace string
+	clusters                                 []string
+	objects                                  int
+	duration, idle                           time.Duration
+}
+
+func main() {
+	p, err := parse(os.Args[1:])
+	if err == nil {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		err = run(ctx, p)
+		stop()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "floor:", err)
+		os.Exit(1)
+	}
+}
+
+func parse(args []string) (plan, error) {
+	var p plan
+	var roles string
+	fs := flag.NewFlagSet("floor", flag.ContinueOnError)
+	fs.StringVar(&p.kubeconfig, "kubeconfig", "", "management cluster kubeconfig file")
+	fs.StringVar(&p.namespace, "namespace", "fleet", "namespace of the kubeconfig Secrets")
+	fs.StringVar(&roles, "roles", "", "comma-separated name=role; every cluster is connected")
+	fs.IntVar(&p.objects, "objects", 1, "ConfigMaps written per cluster")
+	fs.DurationVar(&p.duration, "duration", 5*time.Minute, "bound of the connect phase")
+	fs.DurationVar(&p.idle, "idle", 0, "stay idle this long once connected, and report the idle figures")
+	fs.StringVar(&p.workloadNamespace, "workload-namespace", "default", "namespace written in workload clusters")
+	for _, name := range []string{"workers", "work", "bucket"} {
+		fs.String(name, "", "ignored (a peer flag)")
+	}
+	for _, name := range []string{"saturate", "watch-nodes", "timings"} {
+		fs.Bool(name, false, "ignored (a peer flag)")
+	}
+	if err := fs.Parse(args); err != nil {
+		return p, err
+	}
+	for item := range strings.SplitSeq(roles, ",") {
+		if name, _, ok := strings.Cut(item, "="); ok && name != "" {
+			p.clusters = append(p.clusters, name)
+		}
+	}
+	if p.kubeconfig == "" || len(p.clusters) == 0 || p.objects < 1 {
+		return p, fmt.Errorf("-kubeconfig, -roles and a positive -objects are required")
+	}
+	return p, nil
+}
+
+func run(ctx context.Context, p plan) error {
+	mcfg, err := clientcmd.BuildConfigFromFlags("", p.kubeconfig)
+	if err != nil {
+		return fmt.Errorf("management kubeconfig: %w", err)
+	}
+	start := time.Now()
+	kubeconfigs, err := readKubeconfigs(ctx, mcfg, p.namespace)
+	if err != nil {
+		return err
+	}
+	f := figures{Strategy: "floor", Version: clientGoVersion, StartUnixMs: start.UnixMilli(), AllReconciled: -1,
+		ClusterDoneUnixMs: map[string]int64{}}
+	ctx, cancel := context.WithTimeout(ctx, p.duration)
+	defer cancel()
+	stop := make(chan struct{})
+	defer close(stop)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, connectConcurrency)
+	for _, name := range p.clusters {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			err := connect(ctx, kubeconfigs[name], name, p, stop)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				f.Errors++
+				fmt.Fprintf(os.Stderr, "floor: cluster %s: %v\n", name, err)
+				return
+			}
+			f.Reconciles += p.objects
+			f.ClusterDoneUnixMs[name] = time.Now().UnixMilli()
+		})
+	}
+	wg.Wait()
+	if f.Errors == 0 {
+		f.AllReconciled = time.Since(start).Seconds()
+	}
+	f.Seconds = time.Since(start).Seconds()
+	if p.idle > 0 {
+		u, err := url.Parse(mcfg.Host)
+		if err != nil {
+			return fmt.Errorf("management host: %w", err)
+		}
+		m := idle.Measure(p.idle, idle.CountRequests(u.Host))
+		f.IdleRequests = m.Requests
+		f.IdleStartUnixMs, f.IdleEndUnixMs, f.IdleCPUSeconds = m.StartUnixMs, m.EndUnixMs, m.CPUSeconds
+		f.RSSBytes, f.PeakRSSBytes, f.HeapBytes, f.Goroutines = m.RSSBytes, m.PeakRSSBytes, m.HeapBytes, m.Goroutines
+	} else {
+		f.RSSBytes, f.PeakRSSBytes = idle.RSS()
+	}
+	return json.NewEncoder(os.Stdout).Encode(f)
+}

@@ -1,0 +1,103 @@
+// Package idle measures a process that holds its connections and does
+// nothing else: the idle window of bench/peers' scale runs. It links no
+// Kubernetes library but client-go's metrics hooks, so that the client-go
+// floor (bench/peers/floor) and the controller-runtime peers measure
+// themselves with the same code.
+package idle
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"syscall"
+	"time"
+)
+
+// Marker starts the lines Measure prints on stderr when the idle window
+// starts ("<Marker>start") and ends ("<Marker>end"): the driver counts the
+// apiservers' requests between them, and the process's connections after
+// the end marker, then answers with a line on stdin (see Measure).
+const Marker = "bench-peers: idle "
+
+// Figures are one idle window's measurements.
+type Figures struct {
+	// StartUnixMs and EndUnixMs bound the window (wall clock, ms).
+	StartUnixMs, EndUnixMs int64
+	// CPUSeconds is the process's user and system CPU time in the window.
+	CPUSeconds float64
+	// RSSBytes, PeakRSSBytes and Goroutines are taken at the window's end;
+	// HeapBytes is the live Go heap after a GC that follows.
+	RSSBytes, PeakRSSBytes, HeapBytes int64
+	Goroutines                        int
+	// Requests is how many requests the process sent in the window, as
+	// its requests counter says (0 without one).
+	Requests uint64
+}
+
+// Measure prints the start marker, waits d, prints the end marker, waits
+// until the driver has counted the process's connections (a line or EOF on
+// stdin, at most ackTimeout) and returns the window's figures. requests,
+// if not nil, counts the process's requests so far.
+func Measure(d time.Duration, requests func() uint64) Figures {
+	if requests == nil {
+		requests = func() uint64 { return 0 }
+	}
+	start, cpu0, req0 := time.Now(), cpuTime(), requests()
+	fmt.Fprintln(os.Stderr, Marker+"start")
+	time.Sleep(d)
+	end, cpu1, req1 := time.Now(), cpuTime(), requests()
+	fmt.Fprintln(os.Stderr, Marker+"end")
+	waitAck(os.Stdin)
+	f := Figures{StartUnixMs: start.UnixMilli(), EndUnixMs: end.UnixMilli(), CPUSeconds: (cpu1 - cpu0).Seconds(),
+		Goroutines: runtime.NumGoroutine(), Requests: req1 - req0}
+	f.RSSBytes, f.PeakRSSBytes = RSS()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	f.HeapBytes = int64(ms.HeapAlloc)
+	return f
+}
+
+// ackTimeout bounds the wait for the driver's answer to the end marker.
+const ackTimeout = time.Minute
+
+// waitAck returns once r gives a line or ends, or after ackTimeout.
+func waitAck(r io.Reader) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = bufio.NewReader(r).ReadString('\n')
+	}()
+	t := time.NewTimer(ackTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// WriteHeapProfile writes the heap profile (live objects as of the last
+// GC) to file.
+func WriteHeapProfile(file string) error {
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
