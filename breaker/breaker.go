@@ -303,6 +303,7 @@ func (b *Breaker) Snapshot() Snapshot {
 	return s
 }
 
+// stateLocked is the state at now. Needs b.mu.
 func (b *Breaker) stateLocked(now time.Time) State {
 	if now.Before(b.openUntil) {
 		return StateOpen

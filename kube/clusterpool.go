@@ -28,8 +28,8 @@ type ClusterPool interface {
 	Probe(key client.ObjectKey)
 	// Subscribe returns the pool's events until ctx is done.
 	Subscribe(ctx context.Context) <-chan pool.Event[client.ObjectKey]
-	// SubscribeRequeue is Subscribe for a source that enqueues the
-	// cluster's requests again on each event (Source).
+	// SubscribeRequeue is Subscribe (kept for compatibility: which Gets
+	// are requeued by events is chosen per call, with pool.Requeued).
 	SubscribeRequeue(ctx context.Context) <-chan pool.Event[client.ObjectKey]
 }
 

@@ -43,7 +43,7 @@ func TestDialReachableCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	_, err := p.Get(ctx, key)
+	_, err := p.Get(pool.Requeued(ctx), key)
 	if res, rerr := Requeue(err); !errors.Is(err, pool.ErrWaitTimeout) || rerr != nil || res.RequeueAfter < 9*time.Second {
 		t.Fatalf("first Get: %v, requeue %+v %v; want ErrWaitTimeout, come back near the 10s deadline", err, res, rerr)
 	}

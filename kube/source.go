@@ -25,11 +25,12 @@ func ClusterRequest(_ context.Context, ev pool.Event[client.ObjectKey]) []reconc
 // builder.WatchesRawSource: the equivalent of Cluster API's
 // GetClusterSource, so that controllers do not poll. Events of one cluster
 // are coalesced while the source is busy (see pool.Pool.Subscribe); the
-// latest one is never lost. It subscribes with SubscribeRequeue: while the
-// source runs, the pool's Gets never wait blindly for a dial and tell
-// callers to come back at the latest its dial can end, counting on the
-// source's enqueue to bring them back when it does (mapFn must therefore
-// list every request that got ErrWaitTimeout for the cluster).
+// latest one is never lost. Reconcilers of a controller that watches it
+// should call Get with pool.Requeued(ctx): such a Get never waits blindly
+// for a dial and tells its caller to come back at the latest the dial can
+// end, counting on the source's enqueue to bring it back when it does
+// (mapFn must therefore list every request that got ErrWaitTimeout for the
+// cluster). Other callers of the pool keep their MaxWait waits.
 func Source(p ClusterPool, mapFn MapFunc) source.Source {
 	return source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 		events := p.SubscribeRequeue(ctx)

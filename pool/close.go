@@ -54,13 +54,10 @@ func (p *Pool[K, C]) Shutdown(ctx context.Context) error {
 	// queued dial (with a canceled context, or with a dialer that ignores
 	// it and would outlive Close).
 	queued, _ := p.closeLanes()
-	p.mu.Lock()
-	p.closed.Store(true)
-	p.mu.Unlock()
 	p.cancel()
 	canceledAt := time.Now()
 	for _, c := range queued {
-		p.finish(c, result[C]{canceled: true})
+		p.finish(c, result[C]{end: endDropped})
 	}
 	p.entries.Range(func(_, v any) bool {
 		e := v.(*entry[K, C])
@@ -71,7 +68,7 @@ func (p *Pool[K, C]) Shutdown(ctx context.Context) error {
 	})
 	abandoned := p.awaitDialers(ctx)
 	for _, c := range abandoned {
-		p.finish(c, result[C]{abandoned: true, canceled: true, err: ErrAbandoned})
+		p.finish(c, result[C]{end: endAbandoned, err: ErrAbandoned})
 	}
 	p.wg.Wait()
 	p.entries.Range(func(k, v any) bool {

@@ -7,63 +7,36 @@ import (
 	"time"
 
 	"github.com/clusterpool/clusterpool/breaker"
-	"github.com/clusterpool/clusterpool/tracing"
 )
 
-// A dial's life: newCallLocked registers it on its entry, submit queues it
-// in the lanes, startLocked runs it on its own goroutine under an enforced
+// A dial's life: newCallLocked registers it on its entry, launch starts
+// its span and submits it to the lanes once the entry's lock is released, startLocked runs it on its own goroutine under an enforced
 // deadline, and finish settles it exactly once — whoever comes first of the
 // dialer returning, the deadline (expire), Remove or Close of a queued dial,
 // or Close giving up on a dialer that ignores its context.
 
-// startDialLocked starts the dial callers of e will join. The breaker must
-// be closed (e.reject is nil).
-func (p *Pool[K, C]) startDialLocked(e *entry[K, C]) (*call[K, C], error) {
+// startDialLocked registers the dial callers of e will join, for the
+// caller to launch (fx) once e.mu is released. The breaker must be closed
+// (e.reject is nil). Needs e.mu.
+func (p *Pool[K, C]) startDialLocked(e *entry[K, C], fx *effects[K, C]) (*call[K, C], error) {
 	ticket, _, _, err := e.ls.brk.Allow()
 	if err != nil {
 		// Unreachable while reject is nil; kept as a rejection, not a panic.
 		return nil, &Error{Kind: ErrCircuitOpen, Cluster: e.name, Cause: err}
 	}
 	c := p.newCallLocked(e, ticket, false)
-	if !p.submit(c) {
-		p.dropLocked(c)
-		return nil, p.errorf(ErrClosed, e, nil)
-	}
+	fx.launch = append(fx.launch, c)
 	return c, nil
 }
 
-// dropLocked settles a call that never started (the pool closed before it
-// was queued, or Remove took it out of the queue). No client exists and no
-// breaker transition follows, so nothing is left for after the lock.
-func (p *Pool[K, C]) dropLocked(c *call[K, C]) {
-	p.settleLocked(c, result[C]{canceled: true})
-	p.rec.EndDial(c.span, tracing.DialCanceled, 0, nil)
-}
-
-// newCallLocked registers a new dial of e as e's joinable call and starts
-// its span.
+// newCallLocked registers a new dial of e as e's joinable call. Its span
+// is started by launch, with no lock held. Needs e.mu.
 func (p *Pool[K, C]) newCallLocked(e *entry[K, C], ticket breaker.Ticket, probe bool) *call[K, C] {
-	c := &call[K, C]{e: e, done: make(chan struct{}), gen: e.ls.gen, probe: probe, ticket: ticket,
+	c := &call[K, C]{e: e, done: make(chan struct{}), launched: make(chan struct{}), gen: e.ls.gen, probe: probe, ticket: ticket,
 		suspect: probe || e.ls.brk.Snapshot().ConsecutiveFailures > 0}
-	_, c.span = p.rec.StartDial(context.Background(), e.name, probe)
 	e.ls.call = c
 	e.ls.pending++
 	return c
-}
-
-// result is how a dial ended, as given to finish.
-type result[C any] struct {
-	client C
-	err    error
-	o      breaker.Outcome // err classified, outside any lock
-	took   time.Duration
-	// canceled: Close or Remove canceled the dial; not the cluster's fault.
-	canceled bool
-	// dialer: the dialer returned (false: the deadline, Remove or Close
-	// settled the dial without it).
-	dialer bool
-	// abandoned: Close gave up waiting for the dialer.
-	abandoned bool
 }
 
 // runDial calls the dialer for c on c's goroutine and settles the result.
@@ -71,10 +44,11 @@ func (p *Pool[K, C]) runDial(c *call[K, C]) {
 	defer p.dialerDone(c)
 	ctx, cancel := context.WithDeadline(c.ctx, time.Unix(0, c.deadline.Load()))
 	defer cancel()
-	client, err := p.safeDial(ctx, c.span, c.e.key)
-	r := result[C]{client: client, err: err, dialer: true, canceled: c.ctx.Err() != nil,
-		took: time.Since(time.Unix(0, c.started.Load()))}
-	if !r.canceled {
+	client, err := p.safeDial(ctx, c.spanOrNil(), c.e.key)
+	r := result[C]{client: client, err: err, end: endReturned, took: time.Since(time.Unix(0, c.started.Load()))}
+	if c.ctx.Err() != nil {
+		r.end = endReturnedCanceled
+	} else {
 		r.o = p.classify(&c.e.set, err)
 		if r.o == breaker.Failure && hung(ctx, err, r.took, c.e.set.dialTimeout) {
 			r.o = breaker.Trip
@@ -108,131 +82,101 @@ func (p *Pool[K, C]) expire(c *call[K, C]) {
 	if o == breaker.Failure {
 		o = breaker.Trip
 	}
-	p.finish(c, result[C]{err: err, o: o, canceled: c.ctx.Err() != nil, took: c.e.set.dialTimeout})
+	end := endExpired
+	if c.ctx.Err() != nil {
+		end = endExpiredCanceled
+	}
+	p.finish(c, result[C]{end: end, err: err, o: o, took: c.e.set.dialTimeout})
 }
 
 // finish settles c with r unless it is settled already; a client the
 // dialer returns after that is passed to OnClose.
 func (p *Pool[K, C]) finish(c *call[K, C], r result[C]) {
 	e := c.e
+	fx := effects[K, C]{name: e.name}
 	e.mu.Lock()
 	if c.settled {
 		e.mu.Unlock()
-		if r.dialer && !isZero(r.client) {
+		if r.end.dialer() && !isZero(r.client) {
 			p.closeClient(e.key, r.client)
 		}
 		return
 	}
-	toClose, res := p.settleLocked(c, r)
+	p.settleLocked(c, r, time.Now(), &fx)
 	e.mu.Unlock()
-	p.afterSettle(c, toClose, res, r)
+	p.run(e.key, &fx)
 }
 
-// afterSettle does what settling leaves for after the entry's lock.
-func (p *Pool[K, C]) afterSettle(c *call[K, C], toClose []C, res tracing.DialResult, r result[C]) {
-	p.closeAll(c.e.key, toClose)
-	p.rec.EndDial(c.span, res, r.took, r.err)
-	p.cancelCall(c)
-}
-
-// settleLocked is the one place a dial's outcome is applied: the lane is
-// released, the breaker told, the client cached or closed, the waiters
-// woken, the entry reaped if it was removed. It returns the clients to pass
-// to OnClose once e.mu is released.
-func (p *Pool[K, C]) settleLocked(c *call[K, C], r result[C]) (toClose []C, res tracing.DialResult) {
+// settleLocked is the shell around settle, the one place a dial's outcome
+// is decided: it releases the lane, gathers settle's input (recording the
+// outcome in the breaker when settle's input says so), applies the
+// decision to e, wakes the waiters, reaps a removed entry, and leaves the
+// rest for after the lock in fx. Needs e.mu (it takes lanes.mu and the
+// breaker's lock inside).
+func (p *Pool[K, C]) settleLocked(c *call[K, C], r result[C], now time.Time, fx *effects[K, C]) {
 	e := c.e
 	c.settled = true
 	p.release(c)
-	current := c.gen == e.ls.gen && !e.ls.dead
-	var tr breaker.Transition
-	var changed bool
-	if r.canceled || r.abandoned || !current {
-		c.ticket.Discard()
-	} else {
-		tr, changed = c.ticket.Record(r.o)
-	}
-	ok := r.err == nil && r.dialer
-	if ok && !r.canceled {
-		p.lat.observe(r.took)
-	}
-	// Another dial of the same cluster may have landed first (one that was
-	// in flight when Report opened the breaker, and the probe that closed
-	// it): the client already cached stays, the newcomer is closed. A
-	// client is kept only if it is still wanted: the pool open, the cluster
-	// not removed, the breaker closed by this dial or before.
 	held := e.client.Load()
-	stored := ok && current && !r.canceled && !p.closed.Load() && held == nil &&
-		(e.reject.Load() == nil || (changed && tr.To == breaker.StateClosed))
-	if !r.canceled && !r.abandoned && current {
+	in := settleIn[C]{result: r, now: now, current: c.gen == e.ls.gen && !e.ls.dead, closed: p.closed.Load(),
+		held: held != nil, rejected: e.reject.Load() != nil, maxWait: e.set.maxWait}
+	if in.records() {
+		in.tr, in.changed = c.ticket.Record(r.o)
+	} else {
+		c.ticket.Discard()
+	}
+	out := settle(in)
+	if out.learn {
 		e.ls.lastTook = max(r.took, time.Nanosecond)
-		e.ls.probes.record(r.o, time.Now())
+		e.ls.probes.record(r.o, now)
 	}
-	if stored {
+	if out.cache {
 		e.client.Store(&r.client) // before applyLocked clears reject
-	} else if r.dialer && !isZero(r.client) { // also a client returned with an error
-		toClose = append(toClose, r.client)
+	} else if out.closeNew {
+		fx.close = append(fx.close, r.client)
 	}
-	if changed && current {
-		toClose = append(toClose, p.applyLocked(e, tr, c.span)...)
+	if out.apply {
+		p.applyLocked(e, in.tr, c, fx)
 	}
-	if stored {
-		p.publishLocked(e, Connected, time.Now())
+	if out.connected {
+		p.publishLocked(e, Connected, now)
 	}
-	var zero C
-	switch rej := e.reject.Load(); {
-	case stored:
-		c.endLocked(r.client, nil)
-	case p.closed.Load():
-		c.endLocked(zero, p.errorf(ErrClosed, e, nil))
-	case r.canceled || !current:
-		c.endLocked(zero, p.errorf(ErrRemoved, e, nil))
-	case ok && held != nil:
-		c.endLocked(*held, nil)
-	case ok && rej != nil: // dialed fine, but the breaker opened meanwhile
-		c.endLocked(zero, rej)
-	default:
-		// Come back at the first probe if this failure opened the breaker;
-		// else after the wait bound (the next Get dials again), or as long
-		// as this dial took if that is longer: a retry storm against a
-		// cluster that fails slowly helps nobody.
-		de := &Error{Kind: ErrDialFailed, Cluster: e.name, Cause: r.err,
-			RetryAt: time.Now().Add(max(e.set.maxWait, r.took))}
-		if changed && tr.To == breaker.StateOpen {
-			de.RetryAt = tr.At.Add(tr.OpenFor)
-		} else if current && !r.canceled {
-			p.dialFailedLocked(e)
-		}
-		c.endLocked(zero, de)
+	if out.dialFailed {
+		p.publishLocked(e, DialFailed, now)
 	}
+	c.endLocked(p.answer(e, out, r, held))
 	if e.ls.call == c {
 		e.ls.call = nil
 	}
 	e.ls.pending--
-	p.reapLocked(e)
-	return toClose, dialResult(r)
+	p.reapLocked(e, fx)
+	if out.observe {
+		fx.sample = max(r.took, time.Nanosecond)
+	}
+	fx.ended = append(fx.ended, ended[K, C]{call: c, res: out.res, took: r.took, err: r.err})
+	fx.cancel = c
 }
 
-// dialFailedLocked publishes DialFailed for a failed dial of e that left
-// the breaker as it was, if it is closed. A dial that was in flight when
-// Report opened the breaker fails with the breaker open (or half-open, its
-// probe out): BreakerOpened has told subscribers already, and DialFailed
-// means the breaker is closed.
-func (p *Pool[K, C]) dialFailedLocked(e *entry[K, C]) {
-	if e.breakerState() == breaker.StateClosed {
-		p.publishLocked(e, DialFailed, time.Now())
+// answer turns settle's answer into the waiters' client and error.
+func (p *Pool[K, C]) answer(e *entry[K, C], out settleOut, r result[C], held *C) (C, error) {
+	var zero C
+	switch out.answer {
+	case answerClient:
+		return r.client, nil
+	case answerHeld:
+		return *held, nil
+	case answerClosed:
+		return zero, p.errorf(ErrClosed, e, nil)
+	case answerRemoved:
+		return zero, p.errorf(ErrRemoved, e, nil)
+	case answerRejected:
+		return zero, e.reject.Load()
 	}
+	return zero, &Error{Kind: ErrDialFailed, Cluster: e.name, Cause: r.err, RetryAt: out.retryAt}
 }
 
-func dialResult[C any](r result[C]) tracing.DialResult {
-	switch {
-	case r.abandoned:
-		return tracing.DialAbandoned
-	case r.canceled:
-		return tracing.DialCanceled
-	case errors.Is(r.err, ErrDialPanic):
-		return tracing.DialPanic
-	case r.err != nil:
-		return tracing.DialError
-	}
-	return tracing.DialSuccess
+// dropLocked settles a call that never started (the pool closed before it
+// was queued, or Remove took it out of the queue). Needs e.mu.
+func (p *Pool[K, C]) dropLocked(c *call[K, C], fx *effects[K, C]) {
+	p.settleLocked(c, result[C]{end: endDropped}, time.Now(), fx)
 }

@@ -30,11 +30,12 @@
 //     last dial took longer than the bound. It returns ErrWaitTimeout at
 //     once instead, with a RetryAfter of the expected end, and an event
 //     follows when the dial ends (Connected, BreakerOpened or DialFailed).
-//     While callers are requeued by those events (Pool.SubscribeRequeue,
-//     used by kube.Source), a Get never waits blindly before a dial's
-//     length is known, and RetryAfter is the latest the dial can end, so
-//     that the event, not the timer, brings the caller back (in
-//     controller-runtime's priority queue that keeps its place in line).
+//     A caller requeued by those events says so per call (Requeued(ctx),
+//     for a controller that watches kube.Source): its Get never waits
+//     blindly before a dial's length is known, and its RetryAfter is the
+//     latest the dial can end, so that the event, not the timer, brings it
+//     back (in controller-runtime's priority queue that keeps its place in
+//     line). Other callers of the same pool are not affected.
 //   - A dial runs under the pool's context and its DialTimeout, never under
 //     a caller's context; the pool enforces the deadline even if the dialer
 //     ignores it (the dial is settled as a timeout failure, its slots come
@@ -49,8 +50,12 @@
 //     ended with a timeout error of its own after at least half of
 //     DialTimeout) opens the breaker at once for its longest period
 //     (breaker.Trip).
-//   - No user callback (dialer, OnClose, IsFailure, FormatKey, ForKey) runs
-//     with a pool lock held; a panic in one is recovered and counted.
+//   - No user code (dialer, OnClose, IsFailure, FormatKey, ForKey, and the
+//     TracerProvider's and MeterProvider's span processors and
+//     instruments) runs with a pool or breaker lock held; a panic in a
+//     callback is recovered and counted. Changes of an entry collect what
+//     they leave for after its lock (effects); a dial's span is started
+//     once the lock is released, before the dial is queued.
 //     ForKey is called once per key the pool starts holding state for,
 //     also when its first Gets race.
 //   - Every client a dial returned is either cached, or passed to
@@ -64,6 +69,27 @@
 //     running at the bound are named in the error (ErrAbandoned).
 //   - Events agree with the state they carry: DialFailed is sent only
 //     with the breaker closed (see DialFailed).
+//
+// Locks, in the order they may be taken (a lock is only ever taken while
+// holding locks above it; none is held while user code runs):
+//
+//  1. entry.mu: one key's state (entryState, call.settled, a call's
+//     result). Never two entries' at once.
+//  2. breaker.Breaker.mu, then gobreaker's own mutex inside it: taken under
+//     entry.mu by Allow, Ticket.Record/Discard, Snapshot and Expire, and by
+//     nothing else.
+//  3. lanes.mu: the queues, the running lists, a call's lane, ctx and
+//     cancel (see lanes); the x/sync semaphores' own mutexes nest inside
+//     it (TryAcquire and Release only, never blocking).
+//  4. Pool.mu: closing, the WaitGroup, the dialer set, the subscriber set.
+//  5. subscriber.mu: one subscriber's coalescing queue, under Pool.mu
+//     when an event is published.
+//  6. latency.mu: the latency samples; taken with no other lock held.
+//
+// Lock-free state read on the hot paths: entry.client, entry.reject and
+// entry.state (written under entry.mu), Pool.closed (written under
+// Pool.mu), call.started, call.deadline and call.span, and the latency
+// estimate. Each …Locked function's doc names the lock it needs.
 //
 // Errors are sentinel values matched with errors.Is: [ErrWaitTimeout],
 // [ErrCircuitOpen], [ErrClosed], [ErrRemoved], [ErrDialFailed] (wrapping the

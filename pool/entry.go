@@ -80,8 +80,17 @@ type call[K comparable, C any] struct {
 	probe   bool           // the half-open probe
 	suspect bool           // probe, or the key failed its last dial or use
 	ticket  breaker.Ticket // the breaker's permission for this dial
-	span    trace.Span
-	seq     uint64 // submission order, for FIFO across the queues
+	// span is the dial's span, set by launch before the call is queued
+	// (nil until then: a joiner may see the call first).
+	span atomic.Pointer[trace.Span]
+	// launched is closed once launch has queued the call (or dropped
+	// it): a joiner that comes before waits for it, within its bound.
+	launched chan struct{}
+	// rejection is the entry's half-open rejection for this probe: set by
+	// applyLocked (e.mu) before the call is submitted, then read and
+	// replaced under lanes.mu only (refineLocked).
+	rejection *Error
+	seq       uint64 // submission order, for FIFO across the queues
 
 	started  atomic.Int64 // UnixNano when the dialer was called; 0 while queued
 	deadline atomic.Int64 // UnixNano of the enforced DialTimeout; 0 while queued
@@ -102,7 +111,19 @@ type call[K comparable, C any] struct {
 	canceled bool               // Remove or Close canceled the dial
 }
 
+// spanOrNil is c's span, or nil (for a nil c, or before launch).
+func (c *call[K, C]) spanOrNil() trace.Span {
+	if c == nil {
+		return nil
+	}
+	if s := c.span.Load(); s != nil {
+		return *s
+	}
+	return nil
+}
+
 // endLocked publishes the call's result and wakes its waiters, once.
+// Needs the call's entry's mu.
 func (c *call[K, C]) endLocked(client C, err error) {
 	if c.ended() {
 		return
@@ -199,30 +220,34 @@ func (p *Pool[K, C]) newEntry(key K) (*entry[K, C], error) {
 	if p.closed.Load() {
 		// Close may have swept the map before this store: take the entry
 		// out again, so that nothing is left behind after Close returns.
+		fx := effects[K, C]{name: name}
 		e.mu.Lock()
-		p.forgetLocked(e)
+		p.forgetLocked(e, &fx)
 		e.mu.Unlock()
+		p.run(key, &fx)
 		return nil, &Error{Kind: ErrClosed, Cluster: name}
 	}
 	return e, nil
 }
 
-// forgetLocked deletes e from the map, once.
-func (p *Pool[K, C]) forgetLocked(e *entry[K, C]) {
+// forgetLocked deletes e from the map, once; the cluster gauge is updated
+// after the lock (fx). Needs e.mu.
+func (p *Pool[K, C]) forgetLocked(e *entry[K, C], fx *effects[K, C]) {
 	if e.ls.dead {
 		return
 	}
 	e.ls.dead = true
 	if p.entries.CompareAndDelete(e.key, e) {
-		p.rec.ClusterRemoved(e.breakerState().String())
+		st := e.breakerState()
+		fx.forgot = &st
 	}
 }
 
 // reapLocked deletes a removed entry from the map once nothing of it is
-// left, so that its dial bound holds until then.
-func (p *Pool[K, C]) reapLocked(e *entry[K, C]) {
+// left, so that its dial bound holds until then. Needs e.mu.
+func (p *Pool[K, C]) reapLocked(e *entry[K, C], fx *effects[K, C]) {
 	if e.ls.removed && e.ls.pending == 0 && e.ls.probe == nil && e.client.Load() == nil {
-		p.forgetLocked(e)
+		p.forgetLocked(e, fx)
 	}
 }
 

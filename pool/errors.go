@@ -45,13 +45,14 @@ type Error struct {
 	// Cause is the underlying error: the dialer's, or the caller's context
 	// error for a wait bounded by its deadline. May be nil.
 	Cause error
-	// RetryAt is when the caller should come back, as known when the error
-	// was made; zero if there is no hint. RetryAfter is more precise.
+	// RetryAt is when the caller should come back, fixed when the error
+	// was made; zero if there is no hint. RetryAfter reads it.
 	RetryAt time.Time
 
-	// retryAt, if set, is the up-to-date RetryAt: for the rejection of a
-	// half-open breaker, whose probe may wait for a permit past RetryAt.
-	retryAt func() time.Time
+	// late, if set, is how long to come back after once RetryAt has
+	// passed: an open breaker's rejection read after its open period
+	// ended (the probe is due and takes up to DialTimeout).
+	late time.Duration
 }
 
 // Error returns "<kind>: cluster <name>[: <cause>]".
@@ -74,22 +75,24 @@ const minRetryAfter = time.Millisecond
 
 // RetryAfter reports how long the caller should wait before asking again,
 // for a reconciler's RequeueAfter: for ErrCircuitOpen the time to the next
-// probe (while the probe is out, the time until its deadline, or a whole
-// DialTimeout while it waits for a permit), for ErrWaitTimeout the time
+// probe (once that has passed, a whole DialTimeout; while the probe is
+// out, the time until its deadline, or the lanes' bound on its end while
+// it is queued, as known when the probe was queued), for ErrWaitTimeout the time
 // until the dial in flight is expected to end (its deadline, when the pool
 // has no better estimate), for an ErrDialFailed that opened the breaker the
 // time to the first probe, and for another ErrDialFailed the wait bound
 // (MaxWait) or the failed dial's duration if longer. The duration is at
-// least 1ms. It reports false for errors with no hint (ErrClosed,
+// least 1ms. Every figure is fixed when the error is made; reading it takes
+// no lock. It reports false for errors with no hint (ErrClosed,
 // ErrRemoved, context errors, foreign errors).
 func RetryAfter(err error) (time.Duration, bool) {
 	var pe *Error
 	if !errors.As(err, &pe) || pe.RetryAt.IsZero() {
 		return 0, false
 	}
-	at := pe.RetryAt
-	if pe.retryAt != nil {
-		at = pe.retryAt()
+	d := time.Until(pe.RetryAt)
+	if d <= 0 && pe.late > 0 {
+		d = pe.late
 	}
-	return max(time.Until(at), minRetryAfter), true
+	return max(d, minRetryAfter), true
 }

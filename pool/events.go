@@ -74,30 +74,19 @@ type Event[K comparable] struct {
 // and it never misses that a key changed. Example: Disconnected followed
 // at once by BreakerOpened may arrive as BreakerOpened with Connected
 // false. The queue's size is bounded by the number of keys.
-func (p *Pool[K, C]) Subscribe(ctx context.Context) <-chan Event[K] { return p.subscribe(ctx, false) }
+func (p *Pool[K, C]) Subscribe(ctx context.Context) <-chan Event[K] { return p.subscribe(ctx) }
 
 // SubscribeRequeue is Subscribe for a subscriber that enqueues a cluster's
 // callers again on each of its events, as kube.Source does for a
-// controller. While such a subscription is open the pool counts on it: a
-// Get never waits blindly (before the pool has seen a dial succeed it
-// cannot tell how long one takes, and instead of waiting MaxWait it
-// returns ErrWaitTimeout at once), and an ErrWaitTimeout's RetryAfter is
-// the latest the dial can end, a safety net behind the Connected,
-// BreakerOpened or DialFailed event that ends it, not its expected end.
-// Both keep requeued objects in order: in controller-runtime's priority
-// queue an event that comes before the RequeueAfter keeps the object's
-// place in line, a RequeueAfter that fires first sends it to the back, and
-// a worker waiting for a dial reconciles nothing else meanwhile. Callers
-// that only retry (no such subscription) keep the waits of MaxWait and a
-// RetryAfter of the dial's expected end.
+// controller. It is kept for compatibility and behaves as Subscribe: the
+// event-driven requeue is chosen per call, by the callers it brings back,
+// with Requeued(ctx); an open subscription no longer changes how other
+// callers' Gets wait.
 func (p *Pool[K, C]) SubscribeRequeue(ctx context.Context) <-chan Event[K] {
-	return p.subscribe(ctx, true)
+	return p.Subscribe(ctx)
 }
 
-// requeued reports whether a SubscribeRequeue subscription is open.
-func (p *Pool[K, C]) requeued() bool { return p.requeuers.Load() > 0 }
-
-func (p *Pool[K, C]) subscribe(ctx context.Context, requeue bool) <-chan Event[K] {
+func (p *Pool[K, C]) subscribe(ctx context.Context) <-chan Event[K] {
 	s := &subscriber[K]{
 		pending: map[K]Event[K]{},
 		wake:    make(chan struct{}, 1),
@@ -110,16 +99,10 @@ func (p *Pool[K, C]) subscribe(ctx context.Context, requeue bool) <-chan Event[K
 	p.mu.Lock()
 	p.subs[s] = struct{}{}
 	p.mu.Unlock()
-	if requeue {
-		p.requeuers.Add(1)
-	}
 	go func() {
 		defer p.wg.Done()
 		defer close(s.out)
 		defer func() {
-			if requeue {
-				p.requeuers.Add(-1)
-			}
 			p.mu.Lock()
 			delete(p.subs, s)
 			p.mu.Unlock()
@@ -129,8 +112,8 @@ func (p *Pool[K, C]) subscribe(ctx context.Context, requeue bool) <-chan Event[K
 	return s.out
 }
 
-// publishLocked publishes an event of e with e's current state; e.mu is
-// held.
+// publishLocked publishes an event of e with e's current state. Needs
+// e.mu (it takes Pool.mu and each subscriber's mu inside; no user code).
 func (p *Pool[K, C]) publishLocked(e *entry[K, C], t EventType, at time.Time) {
 	p.publish(Event[K]{Type: t, Key: e.key, Time: at, Connected: e.client.Load() != nil, Breaker: e.breakerState()})
 }

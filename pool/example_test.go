@@ -72,9 +72,10 @@ func ExampleRetryAfter() {
 }
 
 // A controller whose source enqueues a cluster's objects on each event
-// (kube.Source does this with SubscribeRequeue) never waits for a dial: the
-// Get says come back at the dial's latest end, and the event brings the
-// object back as soon as the dial ended.
+// (kube.Source does this with SubscribeRequeue) marks its Gets with
+// Requeued and never waits for a dial: the Get says come back at the
+// dial's latest end, and the event brings the object back as soon as the
+// dial ended.
 func ExamplePool_SubscribeRequeue() {
 	release := make(chan struct{})
 	p, _ := pool.New(func(ctx context.Context, cluster string) (*restClient, error) {
@@ -86,7 +87,7 @@ func ExamplePool_SubscribeRequeue() {
 	defer cancel()
 	events := p.SubscribeRequeue(ctx) // the controller's source
 
-	_, err := p.Get(ctx, "default/workload-1")
+	_, err := p.Get(pool.Requeued(ctx), "default/workload-1")
 	res, _ := requeue(err)
 	fmt.Println(errors.Is(err, pool.ErrWaitTimeout), "requeue after", res.RequeueAfter.Round(time.Second))
 

@@ -24,11 +24,10 @@ import (
 //     room), freeing its normal slot. It keeps running until it returns or
 //     its deadline.
 //
-// Lock order: an entry's mu, then lanes.mu, then Pool.mu. Nothing is called
-// out of the package with lanes.mu held.
+// Locks: lanes.mu, second in the pool's lock order (see the package
+// documentation). Nothing is called out of the package with it held.
 type lanes[K comparable, C any] struct {
 	mu       sync.Mutex
-	closed   bool
 	queue    list.List // queued ordinary calls, oldest first
 	suspectQ list.List // queued suspect calls, oldest first
 	running  list.List // calls in the normal lane, in start order
@@ -58,12 +57,13 @@ func (l *lanes[K, C]) init(total, slow int64) {
 func suspectCap(total int64) int64 { return max(1, total/2) }
 
 // submit queues c and starts what the slots allow. It reports false if
-// the pool is closed (c was not queued).
+// the pool is closed or Remove canceled c before it was queued (c was not
+// queued: its launcher drops it).
 func (p *Pool[K, C]) submit(c *call[K, C]) bool {
 	l := &p.lanes
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
+	if p.closed.Load() || c.canceled {
 		return false
 	}
 	l.seq++
@@ -76,6 +76,7 @@ func (p *Pool[K, C]) submit(c *call[K, C]) bool {
 		c.elem = l.queue.PushBack(c)
 	}
 	p.dispatchLocked()
+	p.refineLocked(c, p.retryAtLocked(c, time.Now()))
 	return true
 }
 
@@ -95,20 +96,42 @@ func (p *Pool[K, C]) retryAt(c *call[K, C]) time.Time {
 	if d := c.deadline.Load(); d != 0 {
 		return time.Unix(0, d)
 	}
-	l := &p.lanes
-	l.mu.Lock()
-	n := int64(l.queue.Len() + l.suspectQ.Len())
-	round := max(l.longest, c.e.set.dialTimeout)
-	l.mu.Unlock()
-	if d := c.deadline.Load(); d != 0 { // started meanwhile
+	p.lanes.mu.Lock()
+	defer p.lanes.mu.Unlock()
+	return p.retryAtLocked(c, time.Now())
+}
+
+// retryAtLocked is retryAt with lanes.mu held.
+func (p *Pool[K, C]) retryAtLocked(c *call[K, C], now time.Time) time.Time {
+	if d := c.deadline.Load(); d != 0 {
 		return time.Unix(0, d)
 	}
+	l := &p.lanes
+	n := int64(l.queue.Len() + l.suspectQ.Len())
+	round := max(l.longest, c.e.set.dialTimeout)
 	slots := p.opts.MaxTotalDials
 	if c.suspect {
 		slots = suspectCap(slots)
 	}
 	rounds := (max(n, 1)+slots-1)/slots + 1
-	return time.Now().Add(time.Duration(rounds) * round)
+	return now.Add(time.Duration(rounds) * round)
+}
+
+// refineLocked replaces the half-open rejection of probe c by one that
+// says to come back at, unless the entry's rejection changed since: when
+// the probe is queued (the queue's bound) and when it starts (its
+// deadline). Each rejection is a value fixed when it is made; the swap is
+// atomic, so e.mu is not needed. Needs lanes.mu.
+func (p *Pool[K, C]) refineLocked(c *call[K, C], at time.Time) {
+	old := c.rejection
+	if !c.probe || old == nil {
+		return
+	}
+	refined := *old
+	refined.RetryAt = at
+	if c.e.reject.CompareAndSwap(old, &refined) {
+		c.rejection = &refined
+	}
 }
 
 // dequeue takes c out of the queue if it has not started, and reports
@@ -128,6 +151,7 @@ func (p *Pool[K, C]) release(c *call[K, C]) bool {
 	return p.releaseLocked(c)
 }
 
+// releaseLocked is release. Needs lanes.mu.
 func (p *Pool[K, C]) releaseLocked(c *call[K, C]) bool {
 	l := &p.lanes
 	switch c.lane {
@@ -159,10 +183,10 @@ func (p *Pool[K, C]) releaseLocked(c *call[K, C]) bool {
 }
 
 // dispatchLocked starts queued calls while slots allow, then arms the
-// demotion timer.
+// demotion timer. Needs lanes.mu.
 func (p *Pool[K, C]) dispatchLocked() {
 	l := &p.lanes
-	for !l.closed && l.total.TryAcquire(1) {
+	for !p.closed.Load() && l.total.TryAcquire(1) {
 		c := p.nextLocked()
 		if c == nil {
 			l.total.Release(1)
@@ -175,7 +199,7 @@ func (p *Pool[K, C]) dispatchLocked() {
 
 // nextLocked takes the oldest call that may start now out of the queues,
 // with its key's slot (and a suspect slot for a suspect call) taken, or
-// returns nil.
+// returns nil. Needs lanes.mu.
 func (p *Pool[K, C]) nextLocked() *call[K, C] {
 	l := &p.lanes
 	a := firstStartable[K, C](&l.queue)
@@ -216,19 +240,21 @@ func firstStartable[K comparable, C any](q *list.List) *list.Element {
 }
 
 // startLocked runs c, whose slots are taken, in the normal lane: it arms
-// its deadline and starts its goroutine.
+// its deadline and starts its goroutine. Needs lanes.mu (it takes Pool.mu
+// inside).
 func (p *Pool[K, C]) startLocked(c *call[K, C]) {
 	l := &p.lanes
 	c.lane = laneNormal
 	c.elem = l.running.PushBack(c)
 	ctx, cancel := context.WithCancel(p.ctx)
-	c.ctx, c.cancel = trace.ContextWithSpan(ctx, c.span), cancel
+	c.ctx, c.cancel = trace.ContextWithSpan(ctx, c.spanOrNil()), cancel
 	if c.canceled { // Remove canceled it while it was queued
 		cancel()
 	}
 	now := time.Now()
 	c.started.Store(now.UnixNano())
 	c.deadline.Store(now.Add(c.e.set.dialTimeout).UnixNano())
+	p.refineLocked(c, now.Add(c.e.set.dialTimeout))
 	// Close waits for the pool's goroutines only after closeLanes, which
 	// this holds off: adding to the WaitGroup here is safe.
 	p.wg.Add(1)
@@ -251,19 +277,19 @@ func (p *Pool[K, C]) cancelCall(c *call[K, C]) {
 	}
 }
 
-// stopExpiryLocked stops c's deadline timer if it has not fired.
+// stopExpiryLocked stops c's deadline timer if it has not fired. Needs
+// lanes.mu.
 func (p *Pool[K, C]) stopExpiryLocked(c *call[K, C]) {
-	if c.expiry != nil && c.expiry.Stop() {
-		p.wg.Done()
-	}
+	p.stopTimer(c.expiry)
 	c.expiry = nil
 }
 
 // armDemoterLocked arms the demotion timer for the oldest normal-lane call
-// while calls wait and the normal lane is full; else it stops it.
+// while calls wait and the normal lane is full; else it stops it. Needs
+// lanes.mu (it reads the latency estimate, an atomic).
 func (p *Pool[K, C]) armDemoterLocked() {
 	l := &p.lanes
-	want := !l.closed && l.queue.Len()+l.suspectQ.Len() > 0 && l.running.Len() > 0 &&
+	want := !p.closed.Load() && l.queue.Len()+l.suspectQ.Len() > 0 && l.running.Len() > 0 &&
 		int64(l.slowRun.Len()) < p.opts.MaxSlowDials
 	var at time.Time
 	if want {
@@ -273,15 +299,13 @@ func (p *Pool[K, C]) armDemoterLocked() {
 			return // armed for that instant already
 		}
 	}
-	if l.demoter != nil && l.demoter.Stop() {
-		p.wg.Done()
-	}
+	p.stopTimer(l.demoter)
 	l.demoter = nil
 	if !want {
 		return
 	}
 	l.armedAt = at
-	p.wg.Add(1) // safe: !l.closed, see startLocked
+	p.wg.Add(1) // safe: not closed, see startLocked
 	l.armed++
 	gen := l.armed
 	l.demoter = time.AfterFunc(time.Until(at), func() {
@@ -320,13 +344,17 @@ func (p *Pool[K, C]) demote(gen uint64) {
 	p.dispatchLocked()
 }
 
-// closeLanes stops all scheduling and returns the calls still queued, and
+// closeLanes closes the pool (Pool.closed, the one closed flag, set under
+// lanes.mu and Pool.mu so that no dial starts and no goroutine is counted
+// after it), stops all scheduling and returns the calls still queued, and
 // the calls running, for Close to settle.
 func (p *Pool[K, C]) closeLanes() (queued, running []*call[K, C]) {
 	l := &p.lanes
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.closed = true
+	p.mu.Lock() // track reads closed under it
+	p.closed.Store(true)
+	p.mu.Unlock()
 	p.armDemoterLocked() // stops it
 	for _, q := range []*list.List{&l.queue, &l.suspectQ} {
 		for el := q.Front(); el != nil; el = el.Next() {

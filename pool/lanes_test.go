@@ -132,6 +132,10 @@ func TestQueuedProbeRetryAfter(t *testing.T) {
 		if d, ok := RetryAfter(err); !errors.Is(err, ErrCircuitOpen) || !ok || d != 2*DefaultDialTimeout {
 			t.Fatalf("Get(a) while its probe queues: %v, RetryAfter %v,%v; want ErrCircuitOpen after two DialTimeouts", err, d, ok)
 		}
+		time.Sleep(time.Second) // the error's RetryAt is a value: reading it later computes nothing again
+		if d, _ := RetryAfter(err); d != 2*DefaultDialTimeout-time.Second {
+			t.Errorf("RetryAfter read 1s later = %v, want %v (fixed when the error was made)", d, 2*DefaultDialTimeout-time.Second)
+		}
 		if b := f.next(t); b.key != "b" {
 			t.Fatalf("first dial %s, want b", b.key)
 		}

@@ -36,7 +36,8 @@ type Pool[K comparable, C any] struct {
 
 	// ctx is the one shutdown signal: the parent of every dial, canceled by
 	// Close; its Done channel wakes waiters and subscribers. closed is set
-	// just before, for the lock-free paths.
+	// just before (closeLanes, under lanes.mu and mu): the lanes, track and
+	// the lock-free paths read it.
 	ctx    context.Context
 	cancel context.CancelFunc
 	closed atomic.Bool
@@ -46,7 +47,6 @@ type Pool[K comparable, C any] struct {
 	dialers   map[*call[K, C]]struct{} // dial goroutines that have not returned
 	dialerOut chan struct{}            // closed and replaced when a dialer returns after Close
 	subs      map[*subscriber[K]]struct{}
-	requeuers atomic.Int32 // open SubscribeRequeue subscriptions
 
 	// observe, if set (by this package's tests, before any call), sees
 	// every breaker transition the pool applies, and Remove's reset as a
@@ -96,9 +96,9 @@ func New[K comparable, C any](dial DialFunc[K, C], opts Options[K, C]) (*Pool[K,
 // healthy dials the pool has seen, nor for a cluster whose last dial took
 // longer than the bound. It then returns ErrWaitTimeout at once with a
 // RetryAfter of the expected end, the dial goes on, and an event tells when
-// it ended (Connected when the client is there). While a SubscribeRequeue
-// subscription is open, Get does not wait for a dial whose length the pool
-// cannot predict yet, and RetryAfter is the latest the dial can end.
+// it ended (Connected when the client is there). A Get whose ctx is marked
+// by Requeued does not wait for a dial whose length the pool cannot
+// predict yet, and its RetryAfter is the latest the dial can end.
 //
 // A Get whose ctx is already done when it would have to wait returns
 // ctx.Err() as it is, starts nothing and keeps no state. The first Get of a
@@ -174,6 +174,14 @@ func (p *Pool[K, C]) track() bool {
 	}
 	p.wg.Add(1)
 	return true
+}
+
+// stopTimer stops t, a timer counted in p.wg (nil: none): if its func
+// will not run, it is counted out here.
+func (p *Pool[K, C]) stopTimer(t *time.Timer) {
+	if t != nil && t.Stop() {
+		p.wg.Done()
+	}
 }
 
 // dialerAdd and dialerDone keep the set of dial goroutines that have not

@@ -19,6 +19,15 @@ func logRequeues(ctx context.Context, p *Pool[string, *client], on bool) eventLo
 	return eventLog{subscribeRequeue(ctx, p)}
 }
 
+// ctx is the context of the case's Gets: marked by Requeued when the
+// subscription brings them back.
+func (l eventLog) ctx() context.Context {
+	if l.ev == nil {
+		return context.Background()
+	}
+	return Requeued(context.Background())
+}
+
 // checkComesBack: while callers are requeued by events, the event brings a
 // caller sent away with ErrWaitTimeout back no later than its RetryAfter
 // would: some event of its key lies between the Get's start and its

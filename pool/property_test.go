@@ -164,9 +164,9 @@ var propKeys = []string{"a", "b", "c"}
 //     a hung dial used to shorten it);
 //   - no dial starts (no dialer is called) once Close began (issue 23:
 //     dialers that honour ctx freed slots that started queued dials);
-//   - with a SubscribeRequeue subscription open (half the cases), an event
-//     of the key comes between a Get sent away with ErrWaitTimeout and its
-//     RetryAt;
+//   - with a SubscribeRequeue subscription open and the Gets marked by
+//     Requeued (half the cases), an event of the key comes between a Get
+//     sent away with ErrWaitTimeout and its RetryAt;
 //   - after Close no semaphore permit is held, every client made was closed
 //     exactly once, and no goroutine is left (the bubble would deadlock).
 func TestPoolProperties(t *testing.T) {
@@ -233,7 +233,7 @@ func TestPoolProperties(t *testing.T) {
 		rt.Repeat(map[string]func(*rapid.T){
 			"get": func(rt *rapid.T) {
 				g := &getRecord{key: rapid.SampledFrom(propKeys).Draw(rt, "key"), bound: opts.MaxWait, closed: closed}
-				ctx, cancel := context.Background(), context.CancelFunc(func() {})
+				ctx, cancel := requeues.ctx(), context.CancelFunc(func() {})
 				switch rapid.IntRange(0, 2).Draw(rt, "ctx") {
 				case 1:
 					dl := time.Duration(rapid.Int64Range(0, int64(2*opts.MaxWait)).Draw(rt, "deadline"))

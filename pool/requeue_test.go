@@ -8,26 +8,27 @@ import (
 	"time"
 )
 
-// requeueing opens a SubscribeRequeue subscription on p if on, draining
-// it until the test ends.
-func requeueing(t *testing.T, p *Pool[string, *client], on bool) {
-	if on {
-		subscribeRequeue(t.Context(), p)
+// requeueing returns ctx marked by Requeued if on, with a SubscribeRequeue
+// subscription open on p until the test ends (the event source).
+func requeueing(t *testing.T, p *Pool[string, *client], ctx context.Context, on bool) context.Context {
+	if !on {
+		return ctx
 	}
+	subscribeRequeue(t.Context(), p)
+	return Requeued(ctx)
 }
 
-// While a SubscribeRequeue subscription is open a Get never waits
-// blindly: before any dial succeeded it returns ErrWaitTimeout at once,
-// with the dial's deadline as RetryAfter; without one, the Get waits
-// MaxWait for the same dial.
+// A Requeued Get never waits blindly: before any dial succeeded it returns
+// ErrWaitTimeout at once, with the dial's deadline as RetryAfter; a plain
+// one waits MaxWait for the same dial.
 func TestRequeuedGetNeverWaitsBlind(t *testing.T) {
 	for _, eventDriven := range []bool{false, true} {
 		synctest.Test(t, func(t *testing.T) {
 			f := newFake()
 			p := newPool(t, f, Options[string, *client]{})
-			requeueing(t, p, eventDriven)
+			ctx := requeueing(t, p, context.Background(), eventDriven)
 			start := time.Now()
-			_, err := p.Get(context.Background(), "a")
+			_, err := p.Get(ctx, "a")
 			waited := time.Since(start)
 			d, _ := RetryAfter(err)
 			switch {
@@ -49,22 +50,19 @@ func TestRequeuedGetNeverWaitsBlind(t *testing.T) {
 // does not wait (it cannot end within MaxWait); it is told to come back at
 // the dial's expected end, or if requeued by events at its deadline: the
 // Connected event comes first and keeps the caller's place in its queue.
-// Once the subscription ends, the pool goes back to expected ends.
+// A plain Get of the same pool keeps the expected end.
 func TestRequeuedRetryAfterIsTheDeadline(t *testing.T) {
 	for _, eventDriven := range []bool{false, true} {
 		synctest.Test(t, func(t *testing.T) {
 			f := newFake()
 			p := newPool(t, f, Options[string, *client]{})
-			ctx, cancel := context.WithCancel(t.Context())
-			if eventDriven {
-				subscribeRequeue(ctx, p)
-			}
+			ctx := requeueing(t, p, context.Background(), eventDriven)
 			p.Probe("a")
 			synctest.Wait()
 			time.Sleep(200 * time.Millisecond)
 			f.next(t).succeed()
 			synctest.Wait()
-			_, err := p.Get(context.Background(), "b")
+			_, err := p.Get(ctx, "b")
 			d, _ := RetryAfter(err)
 			want := 200 * time.Millisecond
 			if eventDriven {
@@ -75,13 +73,12 @@ func TestRequeuedRetryAfterIsTheDeadline(t *testing.T) {
 			}
 			synctest.Wait()
 			f.next(t).succeed()
-			cancel()
 			synctest.Wait()
 			p.Probe("c")
 			synctest.Wait()
 			_, err = p.Get(context.Background(), "c")
 			if d, _ := RetryAfter(err); !errors.Is(err, ErrWaitTimeout) || d != 200*time.Millisecond {
-				t.Errorf("after the subscription ended: %v, RetryAfter %v; want the expected end (200ms)", err, d)
+				t.Errorf("plain Get: %v, RetryAfter %v; want the expected end (200ms)", err, d)
 			}
 			f.next(t).succeed()
 			synctest.Wait()
@@ -142,5 +139,44 @@ func TestDialFailedEvent(t *testing.T) {
 		if s := p.State("a"); s.Breaker.String() != "closed" {
 			t.Errorf("breaker %v after one refused dial, want closed", s.Breaker)
 		}
+	})
+}
+
+// Requeue mode is per call: one pool shared by a controller whose Gets are
+// requeued by events (a SubscribeRequeue subscription open, its Gets
+// marked by Requeued) and a plain caller. The plain caller keeps its
+// MaxWait wait before the first dial's length is known, and its RetryAfter
+// of the expected end once it is; the requeued caller is sent away at once
+// with the latest end.
+func TestRequeueIsPerCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		p := newPool(t, f, Options[string, *client]{})
+		requeued := requeueing(t, p, context.Background(), true)
+		start := time.Now()
+		_, err := p.Get(requeued, "a")
+		if d, _ := RetryAfter(err); !errors.Is(err, ErrWaitTimeout) || time.Since(start) != 0 || d != DefaultDialTimeout {
+			t.Errorf("requeued Get: %v after %v, RetryAfter %v; want ErrWaitTimeout at once, after the deadline", err, time.Since(start), d)
+		}
+		start = time.Now()
+		_, err = p.Get(context.Background(), "a")
+		if waited := time.Since(start); !errors.Is(err, ErrWaitTimeout) || waited != DefaultMaxWait {
+			t.Errorf("plain Get of the shared pool: %v after %v; want ErrWaitTimeout after MaxWait (%v)", err, waited, DefaultMaxWait)
+		}
+		time.Sleep(200*time.Millisecond - DefaultMaxWait)
+		f.next(t).succeed() // the pool's dials take 200ms
+		synctest.Wait()
+		p.Probe("b")
+		synctest.Wait()
+		_, err = p.Get(context.Background(), "b")
+		if d, _ := RetryAfter(err); !errors.Is(err, ErrWaitTimeout) || d != 200*time.Millisecond {
+			t.Errorf("plain Get: %v, RetryAfter %v; want the expected end (200ms)", err, d)
+		}
+		_, err = p.Get(requeued, "b")
+		if d, _ := RetryAfter(err); !errors.Is(err, ErrWaitTimeout) || d != DefaultDialTimeout {
+			t.Errorf("requeued Get: %v, RetryAfter %v; want the deadline (%v)", err, d, DefaultDialTimeout)
+		}
+		f.next(t).succeed()
+		synctest.Wait()
 	})
 }

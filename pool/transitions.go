@@ -4,19 +4,16 @@ import (
 	"context"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/clusterpool/clusterpool/breaker"
 )
 
 // applyLocked carries out a breaker transition of e: the rejection error,
-// eviction, the next probe, events and telemetry. It returns the clients to
-// pass to OnClose once e.mu is released. span is the dial that caused the
-// transition, or nil.
-func (p *Pool[K, C]) applyLocked(e *entry[K, C], tr breaker.Transition, span trace.Span) []C {
-	var toClose []C
+// eviction, the next probe and events; telemetry and OnClose are left for
+// after the lock (fx). c is the dial that caused the transition, or nil.
+// Needs e.mu.
+func (p *Pool[K, C]) applyLocked(e *entry[K, C], tr breaker.Transition, c *call[K, C], fx *effects[K, C]) {
 	e.state.Store(int32(tr.To))
-	p.rec.Transition(span, e.name, tr.From.String(), tr.To.String(), tr.OpenFor)
+	fx.notes = append(fx.notes, note[K, C]{call: c, tr: tr})
 	if p.observe != nil {
 		p.observe(e.key, tr)
 	}
@@ -24,15 +21,10 @@ func (p *Pool[K, C]) applyLocked(e *entry[K, C], tr breaker.Transition, span tra
 	case breaker.StateOpen:
 		// Once the open period is over the probe is due: come back after
 		// its DialTimeout, not every millisecond until its timer has run.
-		until, timeout := tr.At.Add(tr.OpenFor), e.set.dialTimeout
-		e.reject.Store(&Error{Kind: ErrCircuitOpen, Cluster: e.name, RetryAt: until, retryAt: func() time.Time {
-			if now := time.Now(); now.After(until) {
-				return now.Add(timeout)
-			}
-			return until
-		}})
-		if c := e.client.Swap(nil); c != nil {
-			toClose = append(toClose, *c)
+		e.reject.Store(&Error{Kind: ErrCircuitOpen, Cluster: e.name, RetryAt: tr.At.Add(tr.OpenFor),
+			late: e.set.dialTimeout})
+		if cl := e.client.Swap(nil); cl != nil {
+			fx.close = append(fx.close, *cl)
 			p.publishLocked(e, Disconnected, tr.At)
 		}
 		p.publishLocked(e, BreakerOpened, tr.At)
@@ -40,11 +32,11 @@ func (p *Pool[K, C]) applyLocked(e *entry[K, C], tr breaker.Transition, span tra
 	case breaker.StateHalfOpen:
 		// Callers are still rejected; they should come back once the probe
 		// has surely ended, not in a busy loop (its success is announced):
-		// at its deadline, or the queue's bound on its end while it is
-		// queued (Pool.retryAt).
+		// at its deadline. The lanes refine this when the probe is queued
+		// and when it starts (Pool.refineLocked).
 		rej := &Error{Kind: ErrCircuitOpen, Cluster: e.name, RetryAt: tr.At.Add(e.set.dialTimeout)}
-		if c := e.ls.call; c != nil {
-			rej.retryAt = func() time.Time { return p.retryAt(c) }
+		if c != nil {
+			c.rejection = rej
 		}
 		e.reject.Store(rej)
 		p.publishLocked(e, BreakerHalfOpen, tr.At)
@@ -52,10 +44,10 @@ func (p *Pool[K, C]) applyLocked(e *entry[K, C], tr breaker.Transition, span tra
 		e.reject.Store(nil)
 		p.publishLocked(e, BreakerClosed, tr.At)
 	}
-	return toClose
 }
 
-// scheduleProbeLocked arranges for the pool to probe e after d.
+// scheduleProbeLocked arranges for the pool to probe e after d. Needs e.mu
+// (it takes Pool.mu inside).
 func (p *Pool[K, C]) scheduleProbeLocked(e *entry[K, C], d time.Duration) {
 	p.stopProbeLocked(e)
 	if !p.track() {
@@ -71,27 +63,27 @@ func (p *Pool[K, C]) scheduleProbeLocked(e *entry[K, C], d time.Duration) {
 			return
 		}
 		e.ls.probe = nil
-		toClose := p.probeLocked(e, gen)
+		fx := effects[K, C]{name: e.name}
+		p.probeLocked(e, gen, &fx)
 		e.mu.Unlock()
-		p.closeAll(e.key, toClose)
+		p.run(e.key, &fx)
 	})
 	e.ls.probe = t
 }
 
-// stopProbeLocked cancels e's pending probe, if any.
+// stopProbeLocked cancels e's pending probe, if any. Needs e.mu.
 func (p *Pool[K, C]) stopProbeLocked(e *entry[K, C]) {
-	if e.ls.probe != nil && e.ls.probe.Stop() {
-		p.wg.Done() // the timer's func will not run
-	}
+	p.stopTimer(e.ls.probe)
 	e.ls.probe = nil
 }
 
-// probeLocked starts the half-open probe of e: one dial, off every caller's
-// path, while callers are still rejected. It does nothing if the pool is
-// closed, e was removed since gen, or a probe is out.
-func (p *Pool[K, C]) probeLocked(e *entry[K, C], gen uint64) []C {
+// probeLocked registers the half-open probe of e for launch after the lock
+// (fx): one dial, off every caller's path, while callers are still
+// rejected. It does nothing if the pool is closed, e was removed since gen,
+// or a probe is out. Needs e.mu.
+func (p *Pool[K, C]) probeLocked(e *entry[K, C], gen uint64, fx *effects[K, C]) {
 	if p.closed.Load() || e.ls.dead || e.ls.gen != gen || (e.ls.call != nil && e.ls.call.probe) {
-		return nil
+		return
 	}
 	ticket, tr, changed, err := e.ls.brk.Allow()
 	if err != nil {
@@ -100,17 +92,13 @@ func (p *Pool[K, C]) probeLocked(e *entry[K, C], gen uint64) []C {
 		if e.ls.probe == nil {
 			p.scheduleProbeLocked(e, max(time.Until(e.ls.brk.Snapshot().OpenUntil), time.Nanosecond))
 		}
-		return nil
+		return
 	}
 	c := p.newCallLocked(e, ticket, true)
-	var toClose []C
+	fx.launch = append(fx.launch, c)
 	if changed {
-		toClose = p.applyLocked(e, tr, c.span)
+		p.applyLocked(e, tr, c, fx)
 	}
-	if !p.submit(c) {
-		p.dropLocked(c)
-	}
-	return toClose
 }
 
 // Probe asks the pool to try key now, off the caller's path, without
@@ -137,21 +125,21 @@ func (p *Pool[K, C]) Probe(key K) {
 			continue
 		}
 		e.ls.removed = false
-		var toClose []C
+		fx := effects[K, C]{name: e.name}
 		switch {
 		case e.client.Load() != nil: // connected
 		case e.reject.Load() == nil: // closed breaker: dial unless a dial is in flight
 			if e.ls.call == nil {
-				p.startDialLocked(e) //nolint:errcheck // only ErrClosed: nothing to do
+				p.startDialLocked(e, &fx) //nolint:errcheck // unreachable rejection: nothing to do
 			}
 		case e.ls.call != nil && e.ls.call.probe: // the probe is out already
 		default:
 			e.ls.brk.Expire()
 			p.stopProbeLocked(e)
-			toClose = p.probeLocked(e, e.ls.gen)
+			p.probeLocked(e, e.ls.gen, &fx)
 		}
 		e.mu.Unlock()
-		p.closeAll(key, toClose)
+		p.run(key, &fx)
 		return
 	}
 }
@@ -175,15 +163,15 @@ func (p *Pool[K, C]) Report(key K, err error) {
 		e.mu.Unlock()
 		return
 	}
-	var toClose []C
+	fx := effects[K, C]{name: e.name}
 	if ticket, _, _, aerr := e.ls.brk.Allow(); aerr == nil {
 		e.ls.probes.record(o, time.Now())
 		if tr, changed := ticket.Record(o); changed {
-			toClose = p.applyLocked(e, tr, nil)
+			p.applyLocked(e, tr, nil, &fx)
 		}
 	}
 	e.mu.Unlock()
-	p.closeAll(key, toClose)
+	p.run(key, &fx)
 }
 
 // Remove forgets key: a dial in flight is canceled and its waiters get
@@ -205,26 +193,27 @@ func (p *Pool[K, C]) Remove(key K) {
 		return
 	}
 	e.ls.gen++
-	var toClose []C
+	fx := effects[K, C]{name: e.name}
 	if c := e.ls.call; c != nil {
 		p.cancelCall(c)
 		var zero C
 		c.endLocked(zero, p.errorf(ErrRemoved, e, nil))
 		e.ls.call = nil
 		if p.dequeue(c) { // never started: settle it here
-			p.dropLocked(c)
+			p.dropLocked(c, &fx)
 		}
 	}
 	p.stopProbeLocked(e)
 	now := time.Now()
 	if c := e.client.Swap(nil); c != nil {
-		toClose = append(toClose, *c)
+		fx.close = append(fx.close, *c)
 		p.publishLocked(e, Disconnected, now)
 	}
 	if from := e.breakerState(); from != breaker.StateClosed {
-		p.rec.Transition(nil, e.name, from.String(), breaker.StateClosed.String(), 0)
+		tr := breaker.Transition{From: from, To: breaker.StateClosed, At: now}
+		fx.notes = append(fx.notes, note[K, C]{tr: tr})
 		if p.observe != nil {
-			p.observe(e.key, breaker.Transition{From: from, To: breaker.StateClosed, At: now})
+			p.observe(e.key, tr)
 		}
 	}
 	if brk, err := breaker.New(e.set.breaker); err == nil { // validated when e was made
@@ -235,7 +224,7 @@ func (p *Pool[K, C]) Remove(key K) {
 	e.ls.probes = probeLog{}
 	e.ls.removed = true
 	p.publishLocked(e, Removed, now)
-	p.reapLocked(e)
+	p.reapLocked(e, &fx)
 	e.mu.Unlock()
-	p.closeAll(key, toClose)
+	p.run(key, &fx)
 }

@@ -35,15 +35,20 @@ func (p *Pool[K, C]) wait(ctx context.Context, e *entry[K, C]) (client C, o trac
 	}
 	e.ls.removed = false
 	call := e.ls.call
+	fx := effects[K, C]{name: e.name}
 	if call == nil {
-		if call, err = p.startDialLocked(e); err != nil {
+		if call, err = p.startDialLocked(e, &fx); err != nil {
 			e.mu.Unlock()
 			return zero, outcomeOf(err), dial, err
 		}
 	}
 	lastTook := e.ls.lastTook
 	e.mu.Unlock()
-	dial = call.span.SpanContext()
+	p.run(e.key, &fx) // launches the dial we registered, if any
+	if o, err := p.awaitLaunch(ctx, e, call); err != nil {
+		return zero, o, dial, err
+	}
+	dial = call.spanOrNil().SpanContext()
 
 	retryAt, o := p.plan(ctx, e, call, lastTook)
 	if o != tracing.Acquired { // not worth waiting for
@@ -68,6 +73,30 @@ func (p *Pool[K, C]) wait(ctx context.Context, e *entry[K, C]) (client C, o trac
 	}
 }
 
+// awaitLaunch waits, within the wait's bound, until call is queued: a
+// joiner may find a dial its launcher has registered but not queued yet
+// (its span is being started, with no lock held). It returns
+// ErrWaitTimeout if the bound passed first, ctx's error if it was
+// canceled, with the wait's outcome.
+func (p *Pool[K, C]) awaitLaunch(ctx context.Context, e *entry[K, C], call *call[K, C]) (tracing.Outcome, error) {
+	select {
+	case <-call.launched:
+		return tracing.Acquired, nil
+	default:
+	}
+	timer := time.NewTimer(e.set.maxWait)
+	defer timer.Stop()
+	retryAt := time.Now().Add(e.set.dialTimeout) // not queued yet: at least its deadline
+	select {
+	case <-call.launched:
+		return tracing.Acquired, nil
+	case <-timer.C:
+		return tracing.Timeout, &Error{Kind: ErrWaitTimeout, Cluster: e.name, RetryAt: retryAt}
+	case <-ctx.Done():
+		return p.ctxOutcome(ctx.Err()), p.ctxError(e, ctx.Err(), retryAt)
+	}
+}
+
 // plan decides whether a Get waits for call: it returns Acquired if so,
 // else the outcome to report (Queued or Skipped) and when the caller should
 // come back.
@@ -77,10 +106,10 @@ func (p *Pool[K, C]) wait(ctx context.Context, e *entry[K, C]) (client C, o trac
 // how long the cluster's last dial took, whatever its outcome (a cluster
 // whose last dial hung until its deadline is not waited for; one refused
 // at once is), or the pool's p90 of successful dials for a cluster never
-// dialed. With nothing learned yet, wait the bound, unless the callers are
-// requeued by events (SubscribeRequeue). The caller comes back at the
-// dial's expected end, or if requeued at the latest it can end (the event
-// comes first).
+// dialed. With nothing learned yet, wait the bound, unless the caller is
+// requeued by events (ctx marked by Requeued). The caller comes back at
+// the dial's expected end, or if requeued at the latest it can end (the
+// event comes first).
 func (p *Pool[K, C]) plan(ctx context.Context, e *entry[K, C], call *call[K, C], lastTook time.Duration) (retryAt time.Time, o tracing.Outcome) {
 	now := time.Now()
 	bound := e.set.maxWait
@@ -103,7 +132,7 @@ func (p *Pool[K, C]) plan(ctx context.Context, e *entry[K, C], call *call[K, C],
 	if est == 0 {
 		est = p.lat.estimate()
 	}
-	requeued := p.requeued()
+	requeued := isRequeued(ctx)
 	if est == 0 && !requeued {
 		return time.Time{}, tracing.Acquired
 	}

@@ -55,7 +55,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		get = r.Clients.Get
 	}
 	start := time.Now()
-	wc, err := get(ctx, req.NamespacedName)
+	wc, err := get(pool.Requeued(ctx), req.NamespacedName) // kube.Source brings it back
 	if errors.Is(err, shard.ErrNotOwned) {
 		return ctrl.Result{}, nil // the owning replica reconciles it
 	}

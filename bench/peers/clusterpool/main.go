@@ -83,7 +83,7 @@ func setup(_ context.Context, mgr manager.Manager, plan workload.Plan) (workload
 	watch := func(b *builder.Builder) *builder.Builder { return b.WatchesRawSource(kube.Source(p, objects)) }
 	return workload.Strategy{
 		Get: func(ctx context.Context, cluster client.ObjectKey) (client.Client, error) {
-			c, err := p.Get(ctx, cluster)
+			c, err := p.Get(pool.Requeued(ctx), cluster) // kube.Source brings it back
 			if err != nil {
 				return nil, err
 			}
