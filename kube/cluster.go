@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/connrotation"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -27,9 +26,6 @@ import (
 type Cluster struct {
 	// Key names the Cluster object.
 	Key client.ObjectKey
-	// Revision is the credentials' revision the client was built from (the
-	// kubeconfig Secret's resourceVersion), or empty.
-	Revision string
 	// Client reads from Cache and writes to the apiserver.
 	Client client.Client
 	// Uncached reads from and writes to the apiserver directly.
@@ -37,19 +33,46 @@ type Cluster struct {
 	// Cache is the informer cache behind Client.
 	Cache cache.Cache
 
-	config     *rest.Config         // holds credentials: never logged or printed
-	httpClient *http.Client         // shared by every client of the cluster
-	conns      *connrotation.Dialer // dials every connection of config; nil in some tests
-	guard      *reqguard.Guard      // the requests' guard; nil if RequestOptions.Disable
+	config     *rest.Config    // holds credentials (or rot does): never logged or printed
+	httpClient *http.Client    // shared by every client of the cluster
+	conns      connCloser      // dials every connection of config; nil in some tests
+	guard      *reqguard.Guard // the requests' guard; nil if RequestOptions.Disable
+	src        ConfigSource    // the Dialer's, read again when the Secret changes; nil in some tests
+	revision   string          // the dial's revision; rot's current one when rot is set
+	rot        *rotator        // credentials rotating in place; nil if not rotatable
 
 	stopOnce sync.Once
 	cancel   context.CancelFunc
 	done     chan struct{} // closed when the cache has stopped
 }
 
+// connCloser closes every connection of a cluster: a connrotation.Dialer,
+// or the rotator of a cluster whose credentials rotate in place.
+type connCloser interface{ CloseAll() }
+
+// Revision is the revision of the credentials the cluster's requests use
+// now (for a SecretSource, a digest of the kubeconfig; see
+// KubeconfigRevision), or empty if the ConfigSource reports none. It is
+// the dial's revision, until the credentials rotate in place (see
+// SecretWatcher), and safe for concurrent use.
+func (c *Cluster) Revision() string {
+	if c.rot != nil {
+		return c.rot.revision()
+	}
+	return c.revision
+}
+
 // RESTConfig returns a copy of the cluster's REST config. It holds
-// credentials: do not log it.
-func (c *Cluster) RESTConfig() *rest.Config { return rest.CopyConfig(c.config) }
+// credentials: do not log it. They are those in use at the call: a client
+// built from it alone (with its own HTTP client) keeps them after the
+// cluster's credentials rotate in place, until they are revoked; a client
+// built with HTTPClient follows every rotation.
+func (c *Cluster) RESTConfig() *rest.Config {
+	if c.rot != nil {
+		return c.rot.restConfig(c.config)
+	}
+	return rest.CopyConfig(c.config)
+}
 
 // HTTPClient returns the HTTP client shared by the cluster's clients.
 func (c *Cluster) HTTPClient() *http.Client { return c.httpClient }

@@ -81,9 +81,16 @@ func (s SecretSource) Config(ctx context.Context, key client.ObjectKey) (*rest.C
 		}
 		return nil, "", fmt.Errorf("kube: reading kubeconfig Secret %s: %w", name, err)
 	}
+	return s.parseSecret(&secret)
+}
+
+// parseSecret parses a kubeconfig Secret as Config does once it has read
+// it: SecretWatcher hands it the Secret of its event, so that a rotation
+// does not wait for Reader's cache to catch up.
+func (s SecretSource) parseSecret(secret *corev1.Secret) (*rest.Config, string, error) {
 	cfg, err := ParseKubeconfigWith(secret.Data[KubeconfigSecretKey], s.Policy)
 	if err != nil {
-		return nil, "", fmt.Errorf("kube: Secret %s key %q: %w", name, KubeconfigSecretKey, err)
+		return nil, "", fmt.Errorf("kube: Secret %s/%s key %q: %w", secret.Namespace, secret.Name, KubeconfigSecretKey, err)
 	}
 	return cfg, KubeconfigRevision(secret.Data[KubeconfigSecretKey]), nil
 }

@@ -64,11 +64,11 @@ func NewDialer(src ConfigSource, opts DialerOptions) (*Dialer, error) {
 func (d *Dialer) Dial(ctx context.Context, key client.ObjectKey) (*Cluster, error) {
 	start := time.Now()
 	log := d.opts.Logger.WithValues("cluster", key.String())
-	cfg, rev, err := d.src.Config(ctx, key)
+	srcCfg, rev, err := d.src.Config(ctx, key)
 	if err != nil {
 		return nil, err
 	}
-	cfg = rest.CopyConfig(cfg)
+	cfg := rest.CopyConfig(srcCfg)
 	cfg.Timeout = d.opts.RequestTimeout
 	cfg.QPS, cfg.Burst = d.opts.QPS, d.opts.Burst
 	if d.opts.UserAgent != "" {
@@ -81,20 +81,16 @@ func (d *Dialer) Dial(ctx context.Context, key client.ObjectKey) (*Cluster, erro
 		g = reqguard.New(d.opts.Requests.guardSettings(key, d.opts.RequestTimeout, &d.pool, d.metrics))
 		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &guardedTransport{next: rt, g: g} })
 	}
-	// Every connection of the cluster goes through conns, so that Stop
-	// closes them all; client-go's idle-connection closing misses one that
-	// a stream still used at that moment and leaves it (and its HTTP/2
-	// read loop) to the transport's idle timeout. A Dial of its own also
-	// keeps the transport out of client-go's process-wide TLS cache, where
-	// clusters with the same credentials would share one.
-	conns := connrotation.NewDialer(baseDial(cfg.Dial))
-	cfg.Dial = conns.DialContext
-	c, err := d.build(ctx, key, cfg, conns)
+	conns, rot, err := d.connections(key, cfg, srcCfg, rev)
+	if err != nil {
+		return nil, err
+	}
+	c, err := d.build(ctx, key, cfg, conns, rot)
 	if err != nil {
 		conns.CloseAll()
 		return nil, err
 	}
-	c.Revision, c.guard = rev, g
+	c.revision, c.guard, c.src, c.rot = rev, g, d.src, rot
 	cctx, stopCache := context.WithCancel(context.Background())
 	c.cancel = stopCache
 	if g != nil { // requests in flight end before the informers
@@ -117,15 +113,42 @@ func (d *Dialer) Dial(ctx context.Context, key client.ObjectKey) (*Cluster, erro
 	return c, nil
 }
 
+// connections makes every connection of cfg (the dial's copy of srcCfg,
+// the ConfigSource's config) go through the returned closer, so that Stop
+// closes them all; client-go's idle-connection closing misses one that a
+// stream still used at that moment and leaves it (and its HTTP/2 read
+// loop) to the transport's idle timeout. A Dial of its own also keeps the
+// transport out of client-go's process-wide TLS cache, where clusters with
+// the same credentials would share one.
+//
+// A config whose credentials can rotate in place (a revision, and see
+// rotatable) gets a rotator as its Transport, which holds the credentials
+// and a connrotation.Dialer per set of them; any other config gets a
+// connrotation.Dialer as its Dial, and is re-dialed when its Secret
+// changes.
+func (d *Dialer) connections(key client.ObjectKey, cfg, srcCfg *rest.Config, rev string) (connCloser, *rotator, error) {
+	if rev != "" && rotatable(srcCfg) {
+		rot, err := newRotator(key, d.src, srcCfg, rev, d.opts.RequestTimeout)
+		if err != nil {
+			return nil, nil, fmt.Errorf("kube: transport for cluster %s: %w", key, err)
+		}
+		rot.install(cfg)
+		return rot, rot, nil
+	}
+	conns := connrotation.NewDialer(baseDial(cfg.Dial))
+	cfg.Dial = conns.DialContext
+	return conns, nil, nil
+}
+
 // build reaches the cluster and builds its clients and cache (not started):
-// a Cluster without Revision, guard and cancel. cfg is the dial's own copy;
-// build may change its Host and CA (InCluster).
-func (d *Dialer) build(ctx context.Context, key client.ObjectKey, cfg *rest.Config, conns *connrotation.Dialer) (*Cluster, error) {
+// a Cluster without revision, guard, source, rotator and cancel. cfg is the
+// dial's own copy; build may change its Host and CA (InCluster), or rot's.
+func (d *Dialer) build(ctx context.Context, key client.ObjectKey, cfg *rest.Config, conns connCloser, rot *rotator) (*Cluster, error) {
 	hc, err := d.reach(ctx, key, cfg)
 	if err != nil {
 		return nil, err
 	}
-	if hc, err = d.inClusterSwitch(ctx, key, cfg, hc, conns); err != nil {
+	if hc, err = d.inClusterSwitch(ctx, key, cfg, hc, conns, rot); err != nil {
 		return nil, err
 	}
 	mapper, err := apiutil.NewDynamicRESTMapper(cfg, hc)

@@ -2,7 +2,8 @@
 // controller imports: a dialer that builds ready controller-runtime clients
 // for workload clusters, a shared health prober, a reconcile trigger
 // (source.Source) fed by the pool's events, a watcher that picks up rotated
-// kubeconfig Secrets, an admission controller that decides from the Cluster
+// kubeconfig Secrets (switching a connected cluster to new credentials in
+// place when nothing else changed; see SecretWatcher), an admission controller that decides from the Cluster
 // objects which clusters the pool may dial (and removes deleted ones), and a
 // requeue helper.
 //

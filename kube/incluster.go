@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/connrotation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/clusterpool/clusterpool/internal/reqguard"
@@ -72,7 +71,7 @@ func serviceEndpoint() (host, caFile string, err error) {
 // connections dialed so far and returns the HTTP client of the new
 // endpoint, once it answers /readyz. The credentials, timeouts and
 // transport wrappers of cfg are kept.
-func (d *Dialer) inClusterSwitch(ctx context.Context, key client.ObjectKey, cfg *rest.Config, hc *http.Client, conns *connrotation.Dialer) (*http.Client, error) {
+func (d *Dialer) inClusterSwitch(ctx context.Context, key client.ObjectKey, cfg *rest.Config, hc *http.Client, conns connCloser, rot *rotator) (*http.Client, error) {
 	if d.inCluster == nil {
 		return hc, nil
 	}
@@ -85,8 +84,15 @@ func (d *Dialer) inClusterSwitch(ctx context.Context, key client.ObjectKey, cfg 
 		return nil, fmt.Errorf("kube: cluster %s runs this controller, but its in-cluster endpoint is unknown: %w", key, err)
 	}
 	d.opts.Logger.V(1).Info("cluster runs this controller: using the in-cluster endpoint", "cluster", key.String(), "host", host)
-	cfg.Host, cfg.CAData, cfg.CAFile = host, nil, caFile
-	conns.CloseAll()
+	cfg.Host = host
+	if rot != nil { // cfg has no TLS settings of its own: rot holds them
+		if err := rot.useCA(caFile); err != nil {
+			return nil, fmt.Errorf("kube: cluster %s: in-cluster endpoint: %w", key, err)
+		}
+	} else {
+		cfg.CAData, cfg.CAFile = nil, caFile
+		conns.CloseAll()
+	}
 	return d.reach(ctx, key, cfg)
 }
 

@@ -56,8 +56,8 @@ func TestDialReachableCluster(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Get after Connected: %v", err)
 	}
-	if c.Revision == "" || c.Key != key || src.n.Load() != 1 {
-		t.Fatalf("cluster %v revision %q dials %d", c, c.Revision, src.n.Load())
+	if c.Revision() == "" || c.Key != key || src.n.Load() != 1 {
+		t.Fatalf("cluster %v revision %q dials %d", c, c.Revision(), src.n.Load())
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "clusterpool-probe"},
 		Data: map[string]string{"owner": "kube_test"}}
@@ -184,8 +184,8 @@ func TestRotatedSecretIsPickedUp(t *testing.T) {
 	putKubeconfig(t, key, rotated)
 	ev.waitFor(t, n, key, connected(true), 30*time.Second)
 	c, ok := p.Peek(key)
-	if !ok || c == old || c.Revision != KubeconfigRevision(rotated) {
-		t.Fatalf("after rotation: connected=%v revision %q want %q", ok, c.Revision, KubeconfigRevision(rotated))
+	if !ok || c == old || c.Revision() != KubeconfigRevision(rotated) {
+		t.Fatalf("after rotation: connected=%v same client=%v, want a new client at revision %q", ok, c == old, KubeconfigRevision(rotated))
 	}
 }
 

@@ -38,7 +38,9 @@ type ProberOptions struct {
 // Prober probes the pool's connected clusters with GET /readyz and feeds the
 // results into their breakers (pool.Report): the breaker's
 // ConsecutiveFailures (default 3) failed probes evict the client. An
-// Unauthorized answer removes the cluster at once and asks the pool for a
+// Unauthorized answer (one that a retry with newer credentials, for a
+// cluster whose credentials rotate in place, did not cure; see
+// SecretWatcher) removes the cluster at once and asks the pool for a
 // new dial (Probe), which reads the credentials afresh. A client-go delaying
 // workqueue schedules the probes (each connected cluster once per Interval;
 // a cluster is in it at most once) and Concurrency workers send them.

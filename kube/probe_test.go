@@ -60,7 +60,7 @@ func TestProbeUnauthorizedRedials(t *testing.T) {
 func fakeCluster(key client.ObjectKey, srv *httptest.Server, rev string) *Cluster {
 	done := make(chan struct{})
 	close(done)
-	return &Cluster{Key: key, Revision: rev, config: &rest.Config{Host: srv.URL}, httpClient: srv.Client(),
+	return &Cluster{Key: key, revision: rev, config: &rest.Config{Host: srv.URL}, httpClient: srv.Client(),
 		cancel: func() {}, done: done}
 }
 

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -14,12 +16,40 @@ import (
 )
 
 // SecretWatcher acts as soon as a cluster's kubeconfig Secret changes,
-// instead of waiting for a probe to fail: a connected cluster whose Secret
-// holds other credentials than its client was built from is removed and
-// dialed again (pool.Probe); a cluster whose breaker is open is probed at
-// once, since the new credentials may be what it lacked. It watches Secrets
-// through a management-cluster informer cache (the manager's, usually). It
-// is a manager.Runnable.
+// instead of waiting for a probe to fail. It watches Secrets through a
+// management-cluster informer cache (the manager's, usually). It is a
+// manager.Runnable.
+//
+// When the kubeconfig of a connected cluster changes (its digest differs
+// from Cluster.Revision), the watcher parses it as the Dialer's
+// ConfigSource does, so with the same KubeconfigPolicy: a SecretSource
+// parses the Secret of the event itself (its Reader's cache may not have
+// caught up yet); another ConfigSource is asked for the config again,
+// bounded by DefaultRequestTimeout, on the informer's goroutine. Then:
+//
+//   - only the credentials changed (bearer token, client certificate and
+//     key; same server, CA, TLS server name, and every other field): the
+//     cluster switches to them in place (see rotatable and rotator). Its
+//     next requests use them, its informers go on without a relist (their
+//     watches re-establish from their resourceVersion on new connections),
+//     it stays connected (no Remove, no Disconnected event), and the
+//     connections opened with the old credentials are closed once their
+//     requests in flight have ended (after RequestTimeout at the latest);
+//   - anything else changed, or the cluster's config cannot rotate in place
+//     (exec or auth-provider plugins, file references, a proxy, a
+//     ConfigSource's own transport): it is removed and dialed again
+//     (pool.Remove, then pool.Probe), as before;
+//   - the ConfigSource refuses the new content (KubeconfigPolicy, a
+//     kubeconfig that does not parse, a missing key, a certificate and key
+//     that are no pair): the cluster keeps its current credentials, and
+//     the refusal is reported as the Secret's error: a log line on Logger
+//     and, with Recorder, a Warning event "KubeconfigRefused" on the
+//     Secret, both with the error (matching ErrCredentialsRefused), which
+//     names the Secret and the field and never a value. Fixing the Secret
+//     is picked up by the next change.
+//
+// A cluster whose breaker is open is probed at once, since the new
+// credentials may be what it lacked.
 type SecretWatcher struct {
 	Informers cache.Informers
 	Pool      ClusterPool
@@ -38,6 +68,13 @@ type SecretWatcher struct {
 	// the informer's goroutine, for every kubeconfig Secret added or
 	// changed: it must be quick and safe for concurrent use.
 	Admit func(key client.ObjectKey) bool
+	// Logger receives rotations (V(1)) and refused Secrets, by cluster
+	// key, never with credentials. The zero value discards them.
+	Logger logr.Logger
+	// Recorder, when set, records a Warning event "KubeconfigRefused" on a
+	// kubeconfig Secret whose new content was refused (the manager's
+	// GetEventRecorderFor fits).
+	Recorder record.EventRecorder
 }
 
 // Start registers the handler and returns once ctx is done.
@@ -80,11 +117,29 @@ func (w *SecretWatcher) changed(obj any) {
 		}
 		return
 	}
-	if c.Revision == "" || c.Revision == KubeconfigRevision(s.Data[KubeconfigSecretKey]) {
-		return
+	if rev := c.Revision(); rev != "" && rev != KubeconfigRevision(s.Data[KubeconfigSecretKey]) {
+		w.rotate(s, key, c)
 	}
-	w.Pool.Remove(key)
-	w.Pool.Probe(key)
+}
+
+// rotate acts on a changed kubeconfig Secret s of the connected cluster c:
+// in place, re-dial or refusal (see SecretWatcher).
+func (w *SecretWatcher) rotate(s *corev1.Secret, key client.ObjectKey, c *Cluster) {
+	ctx, cancel := context.WithTimeout(context.Background(), DefaultRequestTimeout)
+	defer cancel()
+	switch out, err := c.refreshCredentials(ctx, s); out {
+	case rotationInPlace:
+		w.Logger.V(1).Info("credentials rotated in place", "cluster", key.String(), "revision", c.Revision())
+	case rotationRefused:
+		w.Logger.Error(err, "kubeconfig Secret changed but is refused; the cluster keeps its current credentials",
+			"cluster", key.String())
+		if w.Recorder != nil {
+			w.Recorder.Event(s, corev1.EventTypeWarning, "KubeconfigRefused", err.Error())
+		}
+	case rotationRedial:
+		w.Pool.Remove(key)
+		w.Pool.Probe(key)
+	}
 }
 
 // sameKubeconfig reports whether obj is a Secret holding old's kubeconfig

@@ -93,14 +93,20 @@ func classify(req *http.Request) reqguard.Class {
 	if c, ok := req.Context().Value(classKey{}).(reqguard.Class); ok {
 		return c
 	}
-	if q := req.URL.Query(); q.Get("watch") == "true" || q.Get("watch") == "1" || q.Get("follow") == "true" {
-		return reqguard.Exempt
-	}
-	path := strings.TrimSuffix(req.URL.Path, "/")
-	if strings.Contains(path, "/watch/") || longRunning[path[strings.LastIndexByte(path, '/')+1:]] {
+	if streaming(req) {
 		return reqguard.Exempt
 	}
 	return reqguard.Counted
+}
+
+// streaming reports whether req is a watch or a streaming subresource,
+// whose answer lasts as long as the caller wants.
+func streaming(req *http.Request) bool {
+	if q := req.URL.Query(); q.Get("watch") == "true" || q.Get("watch") == "1" || q.Get("follow") == "true" {
+		return true
+	}
+	path := strings.TrimSuffix(req.URL.Path, "/")
+	return strings.Contains(path, "/watch/") || longRunning[path[strings.LastIndexByte(path, '/')+1:]]
 }
 
 type classKey struct{}

@@ -1,0 +1,261 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"reflect"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/connrotation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// rotator is the base RoundTripper of a Cluster whose credentials rotate
+// in place (see rotatable): the REST config's Transport, below client-go's
+// wrappers and the cluster's guard. It sends every request through the
+// current generation: one set of credentials, with its own http.Transport
+// and its own connections.
+//
+// Invariants: a generation's credentials never change; a new request
+// always starts on the current generation; a retired generation takes no
+// new request; once its last non-streaming request in flight has ended
+// (and its youngest watch is minStreamAge old), or after grace at the
+// latest, its watches and streams end with io.EOF (informers then watch
+// again on the current generation from their resourceVersion: no relist)
+// and its connections are all closed. So nothing authenticated with old
+// credentials outlives a rotation by more than grace, and no request fails
+// because of it. The ConfigSource is never called under mu.
+type rotator struct {
+	key   client.ObjectKey
+	src   ConfigSource
+	base  withoutCredentials // the dialed config without its credentials
+	dial  connrotation.DialFunc
+	grace time.Duration // RequestTimeout
+
+	cur    atomic.Pointer[generation]
+	flight singleflight.Group // one ConfigSource read at a time for 401s
+
+	mu      sync.Mutex
+	tls     rest.TLSClientConfig // TLS of every generation, without cert and key
+	live    map[*generation]struct{}
+	stopped bool
+}
+
+// newRotator returns the rotator of a cluster dialed with cfg (the
+// ConfigSource's rotatable config, as it returned it; only read) at
+// revision rev.
+func newRotator(key client.ObjectKey, src ConfigSource, cfg *rest.Config, rev string, grace time.Duration) (*rotator, error) {
+	tls := cfg.TLSClientConfig
+	tls.CertData, tls.KeyData = nil, nil
+	r := &rotator{key: key, src: src, base: sansCredentials(cfg), dial: baseDial(cfg.Dial), grace: grace,
+		tls: tls, live: map[*generation]struct{}{}}
+	g, err := r.newGeneration(rev, cfg.BearerToken, cfg.CertData, cfg.KeyData)
+	if err != nil {
+		return nil, err
+	}
+	r.live[g] = struct{}{}
+	r.cur.Store(g)
+	return r, nil
+}
+
+// install makes cfg send through r: no credentials, TLS or Dial of its
+// own; r supplies them per generation.
+func (r *rotator) install(cfg *rest.Config) {
+	cfg.TLSClientConfig, cfg.BearerToken, cfg.Dial, cfg.Transport = rest.TLSClientConfig{}, "", nil, r
+}
+
+// revision is the current generation's revision.
+func (r *rotator) revision() string { return r.cur.Load().rev }
+
+// onlyCredentials reports whether cfg differs from the dialed config in
+// its credentials alone.
+func (r *rotator) onlyCredentials(cfg *rest.Config) bool {
+	s := sansCredentials(cfg)
+	return s.Rotatable && reflect.DeepEqual(s, r.base)
+}
+
+// apply switches to cfg's credentials at rev (cfg differs from the dialed
+// config in credentials only) and retires the previous generation.
+func (r *rotator) apply(cfg *rest.Config, rev string) (rotation, error) {
+	old := r.cur.Load()
+	g, err := r.newGeneration(rev, cfg.BearerToken, cfg.CertData, cfg.KeyData)
+	if err != nil {
+		return rotationRefused, fmt.Errorf("%w: cluster %s: %w", ErrCredentialsRefused, r.key, err)
+	}
+	if !r.swap(old, g) {
+		g.close()
+		return rotationNone, nil // stopped, or another rotation won: it read the same or a newer Secret
+	}
+	old.retire(r.grace)
+	return rotationInPlace, nil
+}
+
+// swap makes g current if old still is and r is not stopped.
+func (r *rotator) swap(old, g *generation) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped || !r.cur.CompareAndSwap(old, g) {
+		return false
+	}
+	r.live[g] = struct{}{}
+	return true
+}
+
+// useCA switches every later connection to caFile (the in-cluster switch)
+// with the same credentials, and closes the connections opened so far.
+func (r *rotator) useCA(caFile string) error {
+	r.mu.Lock()
+	r.tls.CAData, r.tls.CAFile = nil, caFile
+	r.mu.Unlock()
+	old := r.cur.Load()
+	g, err := r.newGeneration(old.rev, old.token, old.cert, old.key)
+	if err != nil {
+		return err
+	}
+	if !r.swap(old, g) {
+		g.close()
+		return errors.New("kube: cluster stopped during the in-cluster switch")
+	}
+	old.retire(0)
+	return nil
+}
+
+// CloseAll closes every connection of every generation and makes later
+// rotations no-ops: the cluster is stopping.
+func (r *rotator) CloseAll() {
+	r.mu.Lock()
+	r.stopped = true
+	gens := slices.Collect(maps.Keys(r.live))
+	r.mu.Unlock()
+	for _, g := range gens {
+		g.close()
+	}
+	r.cur.Load().conns.CloseAll() // the current one may still dial after close
+}
+
+func (r *rotator) forget(g *generation) {
+	r.mu.Lock()
+	delete(r.live, g)
+	r.mu.Unlock()
+}
+
+// restConfig returns a standalone copy of cfg (the cluster's config, which
+// sends through r) holding the current generation's TLS, token and dialer.
+func (r *rotator) restConfig(cfg *rest.Config) *rest.Config {
+	out := rest.CopyConfig(cfg)
+	own := r.cur.Load().fromConfig
+	out.Transport, out.TLSClientConfig, out.BearerToken, out.Dial = nil, own.TLSClientConfig, own.BearerToken, own.Dial
+	return out
+}
+
+// acquire returns the current generation with one more request in flight.
+func (r *rotator) acquire() *generation {
+	for {
+		g := r.cur.Load()
+		g.active.Add(1)
+		if !g.retired.Load() {
+			return g
+		}
+		g.release()
+	}
+}
+
+// RoundTrip sends req with the current credentials. A 401 to a request that
+// can be replayed (no body, or GetBody) is retried once, with the newer
+// credentials the ConfigSource already holds, if it holds any that differ
+// from the request's in credentials only: a 401 that raced the Secret's
+// rotation does not fail the request.
+func (r *rotator) RoundTrip(req *http.Request) (*http.Response, error) {
+	g := r.acquire()
+	resp, err := g.send(req)
+	if err != nil || resp.StatusCode != http.StatusUnauthorized || !replayable(req) {
+		return g.finish(req, resp, err)
+	}
+	next := r.newerThan(req.Context(), g)
+	if next == nil {
+		return g.finish(req, resp, err)
+	}
+	retry, rerr := rewind(req)
+	if rerr != nil {
+		return g.finish(req, resp, err)
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	g.release()
+	g = r.acquire()
+	resp, err = g.send(retry)
+	return g.finish(retry, resp, err)
+}
+
+// newerThan returns the current generation if it is newer than g, reading
+// the ConfigSource first (one read at a time) if g is still current.
+func (r *rotator) newerThan(ctx context.Context, g *generation) *generation {
+	if cur := r.cur.Load(); cur != g {
+		return cur
+	}
+	ch := r.flight.DoChan("", func() (any, error) {
+		rctx, cancel := context.WithTimeout(context.Background(), r.grace)
+		defer cancel()
+		return r.refresh(rctx)
+	})
+	select {
+	case <-ch:
+	case <-ctx.Done():
+		return nil
+	}
+	if cur := r.cur.Load(); cur != g {
+		return cur
+	}
+	return nil
+}
+
+// refresh reads the config again and rotates in place if only the
+// credentials changed.
+func (r *rotator) refresh(ctx context.Context) (rotation, error) {
+	return r.consider(r.src.Config(ctx, r.key))
+}
+
+// consider acts on a config read from the source (see
+// Cluster.refreshCredentials).
+func (r *rotator) consider(cfg *rest.Config, rev string, err error) (rotation, error) {
+	switch {
+	case err != nil:
+		return rotationRefused, fmt.Errorf("%w: %w", ErrCredentialsRefused, err)
+	case rev == "" || rev == r.revision():
+		return rotationNone, nil
+	case !r.onlyCredentials(cfg):
+		return rotationRedial, nil
+	}
+	return r.apply(cfg, rev)
+}
+
+// replayable reports whether req can be sent again: no body, or GetBody.
+func replayable(req *http.Request) bool {
+	return req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
+}
+
+// rewind returns a copy of req with a fresh body.
+func rewind(req *http.Request) (*http.Request, error) {
+	out := req.Clone(req.Context())
+	if req.Body != nil && req.Body != http.NoBody {
+		body, err := req.GetBody()
+		if err != nil {
+			return nil, err
+		}
+		out.Body = body
+	}
+	return out, nil
+}
+
+// WrappedRoundTripper lets CloseIdleConnectionsFor reach the current
+// generation's transport.
+func (r *rotator) WrappedRoundTripper() http.RoundTripper { return r.cur.Load().rt }
