@@ -24,12 +24,17 @@ import (
 // controller does, without kube importing Cluster API: a controller over
 // Object whose reconcile
 //   - forgets the cluster and removes it from the pool (Pool.Remove: its
-//     client stops, its breaker stops probing it) when the object is gone,
-//     is being deleted, or Admit refuses it;
+//     client stops, its breaker stops probing it) when the object is gone
+//     or Admit refuses it;
 //   - otherwise admits it (Admitted reports true) and, with Connect, asks
 //     the pool to dial it (Pool.Probe) if the pool holds no client for it,
 //     dials none and its breaker is closed (an open breaker keeps its
 //     backoff).
+//
+// A Cluster being deleted (deletionTimestamp set) stays admitted until it
+// is gone, as in ClusterCache: controllers clean up in the workload
+// cluster while its object is deleted (add-ons uninstalled, Nodes
+// drained). An Admit that refuses such objects disconnects them at once.
 //
 // Without it nothing removes a deleted Cluster, and its breaker probes it
 // every open period forever. A cluster is admitted only once its object has
@@ -45,7 +50,7 @@ type Admission struct {
 	// the manager's scheme knows, or an *unstructured.Unstructured with its
 	// GVK set. It is read from the manager's cache. Required.
 	Object client.Object
-	// Admit decides whether an existing object that is not being deleted
+	// Admit decides whether an existing object, also one being deleted,
 	// is admitted (e.g. a filter on labels, or Cluster API's
 	// status.initialization.infrastructureProvisioned). It receives a copy
 	// of the object as Object's type. nil admits every such object. It runs
@@ -109,8 +114,8 @@ func defaultAdmissionName(kind string) string {
 	return name
 }
 
-// Admitted reports whether the cluster is admitted: its object exists, is
-// not being deleted, and Admit accepted it when last reconciled. It is safe
+// Admitted reports whether the cluster is admitted: its object exists and
+// Admit accepted it when last reconciled. It is safe
 // for concurrent use and takes a read lock only.
 func (a *Admission) Admitted(key client.ObjectKey) bool {
 	a.mu.RLock()
@@ -131,7 +136,7 @@ func (a *Admission) Reconcile(ctx context.Context, req reconcile.Request) (recon
 		a.refuse(req.NamespacedName)
 	case err != nil:
 		return reconcile.Result{}, fmt.Errorf("kube: reading %s: %w", req.NamespacedName, err)
-	case !obj.GetDeletionTimestamp().IsZero() || (a.Admit != nil && !a.Admit(obj)):
+	case a.Admit != nil && !a.Admit(obj):
 		a.refuse(req.NamespacedName)
 	default:
 		a.admit(req.NamespacedName)

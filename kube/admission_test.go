@@ -27,8 +27,9 @@ import (
 )
 
 // The decisions of one reconcile, on a fake management cluster whose
-// "Cluster" type is a ConfigMap: gone, deleting or refused → Remove and not
-// admitted; admitted → remembered, and dialed with Connect only when
+// "Cluster" type is a ConfigMap: gone or refused → Remove and not
+// admitted; being deleted stays admitted, as in ClusterCache; admitted →
+// remembered, and dialed with Connect only when
 // nothing is connected, dialing or backing off.
 func TestAdmissionReconcile(t *testing.T) {
 	now := metav1.Now()
@@ -54,7 +55,7 @@ func TestAdmissionReconcile(t *testing.T) {
 		calls    []string
 	}{
 		{"gone", false, []string{"remove f/gone"}},
-		{"deleting", false, []string{"remove f/deleting"}},
+		{"deleting", true, []string{"probe f/deleting"}},
 		{"refused", false, []string{"remove f/refused"}},
 		{"new", true, []string{"probe f/new"}},
 		{"connected", true, nil},
@@ -153,7 +154,8 @@ func startAdmission(t *testing.T, a *Admission) {
 
 // On a real apiserver with Cluster API's Cluster CRD, read unstructured:
 // a Cluster is admitted (and dialed) once Admit accepts it, removed when a
-// change makes Admit refuse it, and removed when it is deleted. A second
+// change makes Admit refuse it, kept while it is being deleted, and
+// removed when it is gone. A second
 // Admission of the same kind in the same process does not collide with
 // the first's controller name.
 func TestAdmissionClusterObjects(t *testing.T) {
@@ -194,8 +196,17 @@ func TestAdmissionClusterObjects(t *testing.T) {
 			return mgmt.Status().Update(ctx, cl)
 		}, "probe", true},
 		{"filtered out", func() error { cl.SetLabels(map[string]string{"pool": "theirs"}); return mgmt.Update(ctx, cl) }, "remove", false},
-		{"filtered in", func() error { cl.SetLabels(map[string]string{"pool": "ours"}); return mgmt.Update(ctx, cl) }, "probe", true},
-		{"deleted", func() error { return mgmt.Delete(ctx, cl) }, "remove", false},
+		{"filtered in, with a finalizer", func() error {
+			cl.SetLabels(map[string]string{"pool": "ours"})
+			cl.SetFinalizers([]string{"test.clusterpool.io/hold"})
+			return mgmt.Update(ctx, cl)
+		}, "probe", true},
+		{"being deleted", func() error { return mgmt.Delete(ctx, cl) }, "probe", true},
+		{"gone", func() error {
+			must(t, mgmt.Get(ctx, key, cl))
+			cl.SetFinalizers(nil)
+			return mgmt.Update(ctx, cl)
+		}, "remove", false},
 	} {
 		from := len(fp.callLog())
 		must(t, step.do())

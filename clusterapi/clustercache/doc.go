@@ -41,9 +41,10 @@
 //   - controller.Options configure the admission controller; its
 //     MaxConcurrentReconciles is also the pool's MaxTotalDials.
 //
-// A Cluster is connected once it exists, is not being deleted, has
+// A Cluster is connected once it exists, has
 // status.initialization.infrastructureProvisioned true and passes the
-// filters; a Cluster deleted or filtered out is removed from the pool (its
+// filters, and stays connected while it is being deleted; a Cluster gone
+// or filtered out is removed from the pool (its
 // client stops, its breaker stops probing it). The initial sync of the
 // indexes' informers may take up to 5 minutes (InitialSyncTimeout) without
 // holding up the dial. In-cluster detection (POD_NAMESPACE, POD_NAME,
@@ -81,9 +82,6 @@
 //     bulkhead, first-byte deadline, passive health, and cancellation once
 //     the breaker opens.
 //   - A rotated kubeconfig Secret is picked up at once.
-//   - A Cluster being deleted (deletionTimestamp set) is disconnected at
-//     once (kube.Admission); Cluster API keeps it connected until the
-//     object is gone.
 //   - Metrics are clusterpool's, without a cluster label; the
 //     capi_cluster_cache_* series are not exported.
 //   - Controllers still return ErrClusterNotConnected as an error, so
