@@ -54,7 +54,9 @@ type SecretWatcher struct {
 	Informers cache.Informers
 	Pool      ClusterPool
 	// Connect dials, in the background (pool.Probe), every cluster whose
-	// kubeconfig Secret appears and that the pool does not hold yet, as
+	// kubeconfig Secret appears or changes and that the pool holds no
+	// client for and is not dialing (also one whose last dial failed: the
+	// new Secret may be what it lacked), as
 	// Cluster API's ClusterCache connects every Cluster: a controller whose
 	// queue is busy with connected clusters then need not reach a cluster's
 	// objects before its dial starts. Leave it off when not every Secret's
@@ -112,7 +114,7 @@ func (w *SecretWatcher) changed(obj any) {
 	c, ok := w.Pool.Peek(key)
 	if !ok {
 		st := w.Pool.State(key)
-		if (st.Known && st.Breaker != breaker.StateClosed) || (w.Connect && !st.Known) {
+		if (st.Known && st.Breaker != breaker.StateClosed) || (w.Connect && !st.Dialing) {
 			w.Pool.Probe(key)
 		}
 		return

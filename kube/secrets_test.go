@@ -46,17 +46,27 @@ func TestSecretWatcherReactions(t *testing.T) {
 	}
 }
 
-// With Connect, a Secret of a cluster the pool does not hold yet dials it in
-// the background; without it, nothing happens until a Get.
+// With Connect, a Secret of a cluster the pool holds no client for dials it
+// in the background (a new cluster, or one whose last dial failed with the
+// breaker still closed), unless a dial is running; without it, nothing
+// happens until a Get.
 func TestSecretWatcherConnect(t *testing.T) {
 	fresh := client.ObjectKey{Namespace: "f", Name: "fresh"}
+	failed := client.ObjectKey{Namespace: "f", Name: "failed"}
+	dialing := client.ObjectKey{Namespace: "f", Name: "dialing"}
 	fp := newFakePool()
-	(&SecretWatcher{Pool: fp}).changed(kubeconfigSecret(fresh, "A"))
+	fp.states[failed] = pool.ClusterState{Known: true, Breaker: breaker.StateClosed, ConsecutiveFailures: 1}
+	fp.states[dialing] = pool.ClusterState{Known: true, Dialing: true}
+	for _, k := range []client.ObjectKey{fresh, failed, dialing} {
+		(&SecretWatcher{Pool: fp}).changed(kubeconfigSecret(k, "A"))
+	}
 	if got := fp.callLog(); len(got) != 0 {
 		t.Fatalf("without Connect: calls %v, want none", got)
 	}
-	(&SecretWatcher{Pool: fp, Connect: true}).changed(kubeconfigSecret(fresh, "A"))
-	if got, want := fp.callLog(), []string{"probe f/fresh"}; !slices.Equal(got, want) {
+	for _, k := range []client.ObjectKey{fresh, failed, dialing} {
+		(&SecretWatcher{Pool: fp, Connect: true}).changed(kubeconfigSecret(k, "A"))
+	}
+	if got, want := fp.callLog(), []string{"probe f/fresh", "probe f/failed"}; !slices.Equal(got, want) {
 		t.Fatalf("with Connect: calls %v, want %v", got, want)
 	}
 }
