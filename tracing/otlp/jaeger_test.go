@@ -17,7 +17,8 @@ import (
 // jaeger is a real Jaeger v2 process on free loopback ports.
 type jaeger struct {
 	cmd        *exec.Cmd
-	exited     chan error
+	done       chan struct{} // closed once the process exited
+	err        error         // cmd.Wait's result, set before done closes
 	query      string // http://127.0.0.1:port of the query API
 	otlpHTTP   string // http://127.0.0.1:port of the OTLP/HTTP receiver
 	healthPort string
@@ -79,9 +80,9 @@ func startJaeger(t *testing.T) *jaeger {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting Jaeger: %v", err)
 	}
-	j := &jaeger{cmd: cmd, exited: make(chan error, 1), query: "http://" + ports["JAEGER_QUERY_HTTP"],
+	j := &jaeger{cmd: cmd, done: make(chan struct{}), query: "http://" + ports["JAEGER_QUERY_HTTP"],
 		otlpHTTP: "http://" + ports["JAEGER_OTLP_HTTP"], healthPort: ports["JAEGER_HEALTH"]}
-	go func() { j.exited <- cmd.Wait() }()
+	go func() { j.err = cmd.Wait(); close(j.done) }()
 	t.Cleanup(j.stop)
 	deadline := time.Now().Add(60 * time.Second)
 	tick := time.NewTicker(50 * time.Millisecond)
@@ -95,8 +96,8 @@ func startJaeger(t *testing.T) *jaeger {
 			}
 		}
 		select {
-		case err := <-j.exited:
-			t.Fatalf("Jaeger exited: %v", err)
+		case <-j.done:
+			t.Fatalf("Jaeger exited: %v", j.err)
 		case <-tick.C:
 		}
 		if time.Now().After(deadline) {
@@ -109,10 +110,10 @@ func startJaeger(t *testing.T) *jaeger {
 func (j *jaeger) stop() {
 	j.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-j.exited:
+	case <-j.done:
 	case <-time.After(10 * time.Second):
 		j.cmd.Process.Kill()
-		<-j.exited
+		<-j.done
 	}
 }
 
