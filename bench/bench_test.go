@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sony/gobreaker/v2"
+
 	"github.com/clusterpool/clusterpool/breaker"
 	"github.com/clusterpool/clusterpool/pool"
 )
@@ -95,12 +97,13 @@ func BenchmarkOpenRejection(b *testing.B) {
 		}
 	})
 	b.Run("impl=gobreaker", func(b *testing.B) {
-		br, _ := breaker.New(breaker.Settings{ConsecutiveFailures: 1, OpenTimeout: time.Hour})
-		t, _, _, _ := br.Allow()
-		t.Done(errRefused)
+		br := gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{Timeout: time.Hour,
+			ReadyToTrip: func(gobreaker.Counts) bool { return true }})
+		done, _ := br.Allow()
+		done(errRefused)
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, _, _, err := br.Allow(); err == nil {
+			if _, err := br.Allow(); err == nil {
 				b.Fatal("allowed")
 			}
 		}

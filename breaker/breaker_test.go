@@ -24,7 +24,7 @@ func mustNew(t *testing.T, s Settings) *Breaker {
 // fail reports one failed request and returns the transition it caused.
 func fail(t *testing.T, b *Breaker) (Transition, bool) {
 	t.Helper()
-	tk, _, _, err := b.Allow()
+	tk, err := b.Allow()
 	if err != nil {
 		t.Fatalf("Allow: %v", err)
 	}
@@ -51,7 +51,7 @@ func TestTripsAfterConsecutiveFailures(t *testing.T) {
 		fail(t, b)
 		fail(t, b)
 		// A success in between resets the run.
-		tk, _, _, _ := b.Allow()
+		tk, _ := b.Allow()
 		tk.Done(nil)
 		if got := b.Snapshot().ConsecutiveFailures; got != 0 {
 			t.Fatalf("after success: ConsecutiveFailures=%d", got)
@@ -60,7 +60,7 @@ func TestTripsAfterConsecutiveFailures(t *testing.T) {
 		if tr.OpenFor != DefaultOpenTimeout {
 			t.Fatalf("OpenFor=%v want %v", tr.OpenFor, DefaultOpenTimeout)
 		}
-		if _, _, _, err := b.Allow(); !errors.Is(err, ErrOpen) {
+		if _, err := b.Allow(); !errors.Is(err, ErrOpen) {
 			t.Fatalf("Allow while open: %v", err)
 		}
 		s := b.Snapshot()
@@ -87,11 +87,12 @@ func TestOpenPeriodGrowsAndCaps(t *testing.T) {
 			if s := b.State(); s != StateHalfOpen {
 				t.Fatalf("period %d: state %v at the end", i+1, s)
 			}
-			probe, ptr, changed, err := b.Allow()
+			probe, err := b.Allow()
+			ptr, changed := probe.Transition()
 			if err != nil || !probe.Probe() || !changed || ptr.To != StateHalfOpen {
 				t.Fatalf("probe Allow: %v probe=%v %+v %v", err, probe.Probe(), ptr, changed)
 			}
-			if _, _, _, err := b.Allow(); !errors.Is(err, ErrOpen) {
+			if _, err := b.Allow(); !errors.Is(err, ErrOpen) {
 				t.Fatalf("second Allow while probing: %v", err)
 			}
 			var ok bool
@@ -108,7 +109,7 @@ func TestProbeSuccessCloses(t *testing.T) {
 		b := mustNew(t, Settings{DisableJitter: true})
 		tr := trip(t, b)
 		time.Sleep(tr.OpenFor)
-		probe, _, _, _ := b.Allow()
+		probe, _ := b.Allow()
 		tr, ok := probe.Done(nil)
 		if !ok || tr.From != StateHalfOpen || tr.To != StateClosed {
 			t.Fatalf("probe success: %+v %v", tr, ok)
@@ -128,9 +129,10 @@ func TestDiscardedProbeLetsAnotherProbe(t *testing.T) {
 		b := mustNew(t, Settings{})
 		tr := trip(t, b)
 		time.Sleep(tr.OpenFor)
-		probe, _, _, _ := b.Allow()
+		probe, _ := b.Allow()
 		probe.Discard()
-		again, _, changed, err := b.Allow()
+		again, err := b.Allow()
+		_, changed := again.Transition()
 		if err != nil || !again.Probe() || changed {
 			t.Fatalf("Allow after discard: err=%v probe=%v changed=%v", err, again.Probe(), changed)
 		}
@@ -142,7 +144,7 @@ func TestDiscardedProbeLetsAnotherProbe(t *testing.T) {
 
 func TestStaleTicketIgnored(t *testing.T) {
 	b := mustNew(t, Settings{ConsecutiveFailures: 1})
-	stale, _, _, _ := b.Allow()
+	stale, _ := b.Allow()
 	trip(t, b)
 	if tr, ok := stale.Done(nil); ok {
 		t.Fatalf("stale success changed state: %+v", tr)
@@ -154,25 +156,20 @@ func TestStaleTicketIgnored(t *testing.T) {
 
 func TestIsFailureClassifies(t *testing.T) {
 	b := mustNew(t, Settings{ConsecutiveFailures: 1})
-	tk, _, _, _ := b.Allow()
+	tk, _ := b.Allow()
 	if _, ok := tk.Done(context.Canceled); ok || b.State() != StateClosed {
 		t.Fatal("context.Canceled counted as a failure by default")
 	}
 	b2 := mustNew(t, Settings{ConsecutiveFailures: 2})
 	fail(t, b2)
-	tk, _, _, _ = b2.Allow()
-	tk.Done(errDiscard)
-	if n := b2.Snapshot().ConsecutiveFailures; n != 0 {
-		t.Fatalf("Done(errDiscard) must not be taken as a discard: ConsecutiveFailures=%d", n)
-	}
 
 	ignored := errors.New("not found")
 	b = mustNew(t, Settings{ConsecutiveFailures: 1, IsFailure: func(err error) bool { return err != nil && err != ignored }})
-	tk, _, _, _ = b.Allow()
+	tk, _ = b.Allow()
 	if _, ok := tk.Done(ignored); ok {
 		t.Fatal("classifier ignored")
 	}
-	tk, _, _, _ = b.Allow()
+	tk, _ = b.Allow()
 	if tr, ok := tk.Done(context.DeadlineExceeded); !ok || tr.To != StateOpen {
 		t.Fatal("deadline exceeded must trip")
 	}
@@ -247,7 +244,7 @@ func TestIgnoredProbeOutcomeReopens(t *testing.T) {
 			IsFailure: func(err error) bool { return err != nil && err != ignored }})
 		tr := trip(t, b)
 		time.Sleep(tr.OpenFor)
-		probe, _, _, err := b.Allow()
+		probe, err := b.Allow()
 		if err != nil || !probe.Probe() {
 			t.Fatalf("Allow after the open period: %v", err)
 		}
@@ -257,7 +254,7 @@ func TestIgnoredProbeOutcomeReopens(t *testing.T) {
 		}
 		// Ignored outcomes of ordinary tickets still count as nothing.
 		b2 := mustNew(t, Settings{ConsecutiveFailures: 1})
-		tk, _, _, _ := b2.Allow()
+		tk, _ := b2.Allow()
 		if tr, ok := tk.Record(Ignored); ok {
 			t.Fatalf("ignored outcome changed state: %+v", tr)
 		}
@@ -268,7 +265,7 @@ func TestIgnoredProbeOutcomeReopens(t *testing.T) {
 // breaker usable.
 func TestPanickingClassifierHoldsNoLock(t *testing.T) {
 	b := mustNew(t, Settings{IsFailure: func(error) bool { panic("classifier bug") }})
-	tk, _, _, _ := b.Allow()
+	tk, _ := b.Allow()
 	func() {
 		defer func() {
 			if recover() == nil {
@@ -296,12 +293,13 @@ func TestExpire(t *testing.T) {
 			t.Fatal("Expire changed a closed breaker")
 		}
 		trip(t, b)
-		if _, _, _, err := b.Allow(); !errors.Is(err, ErrOpen) {
+		if _, err := b.Allow(); !errors.Is(err, ErrOpen) {
 			t.Fatalf("open breaker allowed: %v", err)
 		}
 		time.Sleep(time.Second) // one second into the 5 s open period
 		b.Expire()
-		probe, tr, changed, err := b.Allow()
+		probe, err := b.Allow()
+		tr, changed := probe.Transition()
 		if err != nil || !probe.Probe() || !changed || tr.To != StateHalfOpen {
 			t.Fatalf("Allow after Expire: %v probe=%v %+v", err, probe.Probe(), tr)
 		}
@@ -311,7 +309,7 @@ func TestExpire(t *testing.T) {
 // record reports outcome o of one request and returns the transition.
 func record(t *testing.T, b *Breaker, o Outcome) (Transition, bool) {
 	t.Helper()
-	tk, _, _, err := b.Allow()
+	tk, err := b.Allow()
 	if err != nil {
 		t.Fatalf("Allow: %v", err)
 	}
@@ -389,6 +387,40 @@ func TestOpenPeriodNeverShrinksUntilClosed(t *testing.T) {
 				time.Sleep(tr.OpenFor)
 			}
 			record(t, b, Success)
+		}
+	})
+}
+
+// gobreaker exists only while a closed breaker counts failures: a healthy
+// breaker holds none, a success that resets the count drops it, and so
+// does opening (the open and half-open states are the Breaker's).
+func TestGobreakerOnlyWhileCounting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, Settings{ConsecutiveFailures: 2, DisableJitter: true})
+		counting := func() bool {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			return b.cb != nil
+		}
+		record(t, b, Success)
+		if counting() {
+			t.Fatal("a success made a gobreaker")
+		}
+		record(t, b, Failure)
+		if !counting() || b.Snapshot().ConsecutiveFailures != 1 {
+			t.Fatalf("after a failure: gobreaker %v, %+v", counting(), b.Snapshot())
+		}
+		record(t, b, Success)
+		if counting() || b.Snapshot().ConsecutiveFailures != 0 {
+			t.Fatalf("after a success: gobreaker %v, %+v", counting(), b.Snapshot())
+		}
+		tr := trip(t, b)
+		if counting() {
+			t.Fatal("an open breaker holds its gobreaker")
+		}
+		time.Sleep(tr.OpenFor)
+		if tr, ok := record(t, b, Success); !ok || tr.To != StateClosed || counting() {
+			t.Fatalf("probe success: %+v %v, gobreaker %v", tr, ok, counting())
 		}
 	})
 }

@@ -14,12 +14,12 @@ func ExampleBreaker() {
 		panic(err)
 	}
 	for range 2 {
-		ticket, _, _, _ := b.Allow()
+		ticket, _ := b.Allow()
 		if tr, changed := ticket.Done(errors.New("connection refused")); changed {
 			fmt.Printf("%v -> %v for %v\n", tr.From, tr.To, tr.OpenFor)
 		}
 	}
-	_, _, _, err = b.Allow()
+	_, err = b.Allow()
 	fmt.Println(err)
 	// Output:
 	// closed -> open for 1s

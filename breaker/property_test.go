@@ -71,7 +71,8 @@ type model struct {
 }
 
 func (m *model) allow(rt *rapid.T) {
-	tk, tr, changed, err := m.b.Allow()
+	tk, err := m.b.Allow()
+	tr, changed := tk.Transition()
 	now := time.Now()
 	switch m.state {
 	case StateClosed:

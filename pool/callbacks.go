@@ -85,7 +85,7 @@ func (p *Pool[K, C]) format(key K) (name string) {
 }
 
 // settingsFor returns key's settings: the pool's, with ForKey's overrides.
-func (p *Pool[K, C]) settingsFor(key K, name string) (s keySettings, err error) {
+func (p *Pool[K, C]) settingsFor(key K, name string) (s *keySettings, err error) {
 	if p.opts.ForKey == nil {
 		return p.base, nil
 	}
@@ -95,7 +95,11 @@ func (p *Pool[K, C]) settingsFor(key K, name string) (s keySettings, err error) 
 			err = fmt.Errorf("%w: ForKey panicked (cluster %s)", ErrInvalidOptions, name)
 		}
 	}()
-	s, err = p.opts.settingsFor(p.opts.ForKey(key))
+	ov := p.opts.ForKey(key)
+	if ov == (Overrides{}) {
+		return p.base, nil // shared
+	}
+	s, err = p.opts.settingsFor(ov)
 	if err != nil {
 		return s, fmt.Errorf("%w (cluster %s)", err, name)
 	}

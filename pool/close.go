@@ -53,24 +53,23 @@ func (p *Pool[K, C]) Shutdown(ctx context.Context) error {
 	// ctx returns at once and frees its slot, which must not start a
 	// queued dial (with a canceled context, or with a dialer that ignores
 	// it and would outlive Close).
-	queued, _ := p.closeLanes()
+	p.closeLanes()
 	p.cancel()
 	canceledAt := time.Now()
-	for _, c := range queued {
-		p.finish(c, result[C]{end: endDropped})
-	}
-	p.entries.Range(func(_, v any) bool {
-		e := v.(*entry[K, C])
-		e.mu.Lock()
-		p.stopProbeLocked(e)
-		e.mu.Unlock()
-		return true
-	})
 	abandoned := p.awaitDialers(ctx)
 	for _, c := range abandoned {
 		p.finish(c, result[C]{end: endAbandoned, err: ErrAbandoned})
 	}
+	p.timers.close() // no probe, deadline or demotion fires any more
 	p.wg.Wait()
+	p.sweep()
+	p.shutdownErr = p.abandonedError(abandoned, time.Since(canceledAt))
+	close(p.shutdownDone)
+	return p.shutdownErr
+}
+
+// sweep passes every cached client to OnClose and empties the map.
+func (p *Pool[K, C]) sweep() {
 	p.entries.Range(func(k, v any) bool {
 		e := v.(*entry[K, C])
 		if c := e.client.Swap(nil); c != nil {
@@ -80,9 +79,6 @@ func (p *Pool[K, C]) Shutdown(ctx context.Context) error {
 		p.entries.Delete(k)
 		return true
 	})
-	p.shutdownErr = p.abandonedError(abandoned, time.Since(canceledAt))
-	close(p.shutdownDone)
-	return p.shutdownErr
 }
 
 // abandonedError is the error of a Shutdown that abandoned the dialers of

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"golang.org/x/sync/semaphore"
+
 	"github.com/clusterpool/clusterpool/breaker"
 )
 
@@ -19,7 +21,7 @@ import (
 // caller to launch (fx) once e.mu is released. The breaker must be closed
 // (e.reject is nil). Needs e.mu.
 func (p *Pool[K, C]) startDialLocked(e *entry[K, C], fx *effects[K, C]) (*call[K, C], error) {
-	ticket, _, _, err := e.ls.brk.Allow()
+	ticket, err := e.allowLocked()
 	if err != nil {
 		// Unreachable while reject is nil; kept as a rejection, not a panic.
 		return nil, &Error{Kind: ErrCircuitOpen, Cluster: e.name, Cause: err}
@@ -32,8 +34,11 @@ func (p *Pool[K, C]) startDialLocked(e *entry[K, C], fx *effects[K, C]) (*call[K
 // newCallLocked registers a new dial of e as e's joinable call. Its span
 // is started by launch, with no lock held. Needs e.mu.
 func (p *Pool[K, C]) newCallLocked(e *entry[K, C], ticket breaker.Ticket, probe bool) *call[K, C] {
+	if e.ls.sem == nil {
+		e.ls.sem = semaphore.NewWeighted(p.opts.MaxConcurrentDials)
+	}
 	c := &call[K, C]{e: e, done: make(chan struct{}), launched: make(chan struct{}), gen: e.ls.gen, probe: probe, ticket: ticket,
-		suspect: probe || e.ls.brk.Snapshot().ConsecutiveFailures > 0}
+		sem: e.ls.sem, suspect: probe || e.snapshotLocked().ConsecutiveFailures > 0}
 	e.ls.call = c
 	e.ls.pending++
 	return c
@@ -49,7 +54,7 @@ func (p *Pool[K, C]) runDial(c *call[K, C]) {
 	if c.ctx.Err() != nil {
 		r.end = endReturnedCanceled
 	} else {
-		r.o = p.classify(&c.e.set, err)
+		r.o = p.classify(c.e.set, err)
 		if r.o == breaker.Failure && hung(ctx, err, r.took, c.e.set.dialTimeout) {
 			r.o = breaker.Trip
 		}
@@ -78,7 +83,7 @@ func hung(ctx context.Context, err error, took, dialTimeout time.Duration) bool 
 // dialer that returns later has its client passed to OnClose.
 func (p *Pool[K, C]) expire(c *call[K, C]) {
 	err := fmt.Errorf("dial did not return by its deadline (%v): %w", c.e.set.dialTimeout, context.DeadlineExceeded)
-	o := p.classify(&c.e.set, err)
+	o := p.classify(c.e.set, err)
 	if o == breaker.Failure {
 		o = breaker.Trip
 	}
@@ -121,7 +126,7 @@ func (p *Pool[K, C]) settleLocked(c *call[K, C], r result[C], now time.Time, fx 
 	in := settleIn[C]{result: r, now: now, current: c.gen == e.ls.gen && !e.ls.dead, closed: p.closed.Load(),
 		held: held != nil, rejected: e.reject.Load() != nil, maxWait: e.set.maxWait}
 	if in.records() {
-		in.tr, in.changed = c.ticket.Record(r.o)
+		in.tr, in.changed = e.recordLocked(c.ticket, r.o)
 	} else {
 		c.ticket.Discard()
 	}
@@ -131,7 +136,8 @@ func (p *Pool[K, C]) settleLocked(c *call[K, C], r result[C], now time.Time, fx 
 		e.ls.probes.record(r.o, now)
 	}
 	if out.cache {
-		e.client.Store(&r.client) // before applyLocked clears reject
+		cl := r.client      // a copy: &r.client would keep all of r
+		e.client.Store(&cl) // before applyLocked clears reject
 	} else if out.closeNew {
 		fx.close = append(fx.close, r.client)
 	}
@@ -148,7 +154,9 @@ func (p *Pool[K, C]) settleLocked(c *call[K, C], r result[C], now time.Time, fx 
 	if e.ls.call == c {
 		e.ls.call = nil
 	}
-	e.ls.pending--
+	if e.ls.pending--; e.ls.pending == 0 {
+		e.ls.sem = nil // no dial of the key holds or waits for a slot
+	}
 	p.reapLocked(e, fx)
 	if out.observe {
 		fx.sample = max(r.took, time.Nanosecond)

@@ -40,7 +40,8 @@
 //     a caller's context; the pool enforces the deadline even if the dialer
 //     ignores it (the dial is settled as a timeout failure, its slots come
 //     back; a late client goes to OnClose).
-//   - Each cluster has a circuit breaker (package breaker). Once it opens,
+//   - Each cluster has a circuit breaker (package breaker; made on the
+//     cluster's first failure, a closed breaker until then). Once it opens,
 //     Get rejects at once with ErrCircuitOpen without calling the dialer,
 //     and the pool runs the half-open probe in the background when the open
 //     period ends (or at once on Probe); every probe ends in a decision, and
@@ -76,8 +77,8 @@
 //  1. entry.mu: one key's state (entryState, call.settled, a call's
 //     result). Never two entries' at once.
 //  2. breaker.Breaker.mu, then gobreaker's own mutex inside it: taken under
-//     entry.mu by Allow, Ticket.Record/Discard, Snapshot and Expire, and by
-//     nothing else.
+//     entry.mu by Allow, Ticket.Record/Discard, State, Snapshot and Expire,
+//     and by nothing else. A key's breaker is made on its first failure.
 //  3. lanes.mu: the queues, the running lists, a call's lane, ctx and
 //     cancel (see lanes); the x/sync semaphores' own mutexes nest inside
 //     it (TryAcquire and Release only, never blocking).
@@ -85,11 +86,16 @@
 //  5. subscriber.mu: one subscriber's coalescing queue, under Pool.mu
 //     when an event is published.
 //  6. latency.mu: the latency samples; taken with no other lock held.
+//  7. timers.mu: the pool's one timer heap (probes, dial deadlines,
+//     demotion); taken under entry.mu or lanes.mu, or alone, and nothing
+//     is taken under it. Due timers run on goroutines of their own with
+//     no lock held.
 //
-// Lock-free state read on the hot paths: entry.client, entry.reject and
-// entry.state (written under entry.mu), Pool.closed (written under
-// Pool.mu), call.started, call.deadline and call.span, and the latency
-// estimate. Each …Locked function's doc names the lock it needs.
+// Lock-free state read on the hot paths: entry.client and entry.reject
+// (written under entry.mu; reject carries the breaker state it was made
+// for), Pool.closed (written under Pool.mu), call.started, call.deadline
+// and call.span, and the latency estimate. Each …Locked function's doc
+// names the lock it needs.
 //
 // Errors are sentinel values matched with errors.Is: [ErrWaitTimeout],
 // [ErrCircuitOpen], [ErrClosed], [ErrRemoved], [ErrDialFailed] (wrapping the

@@ -19,19 +19,16 @@ import (
 // client and reject are read without mu (the hit and the instant rejection
 // are lock-free) and written only with mu held. Invariants, with mu held:
 // client != nil implies reject == nil; reject != nil exactly while the
-// breaker is not closed.
+// breaker is not closed, and it carries the state it was made for: the
+// breaker's state lives in the breaker (ls.brk), and reject is the one
+// lock-free view of it.
 type entry[K comparable, C any] struct {
 	key  K
-	name string      // Options.FormatKey(key)
-	set  keySettings // the key's settings, Options.ForKey applied
+	name string       // Options.FormatKey(key)
+	set  *keySettings // the key's settings, Options.ForKey applied (shared)
 
 	client atomic.Pointer[C]     // the connected client, or nil
 	reject atomic.Pointer[Error] // ErrCircuitOpen error of the open period, or nil
-	state  atomic.Int32          // breaker.State as last transitioned, for telemetry
-
-	// sem holds one permit per running dial of the key
-	// (MaxConcurrentDials); taken and released under the pool's lanes.mu.
-	sem *semaphore.Weighted
 
 	mu sync.Mutex
 	ls entryState[K, C] // guarded by mu
@@ -39,15 +36,19 @@ type entry[K comparable, C any] struct {
 
 // entryState is everything of an entry that its mu guards.
 type entryState[K comparable, C any] struct {
-	brk *breaker.Breaker // replaced by Remove
+	brk *breaker.Breaker // nil until the key's first failure; Remove drops it
 	// call is the dial callers join (queued or running), or nil. Other
 	// dials of the key may still be pending: one canceled by Remove, or
 	// one that was running when Report opened the breaker.
 	call *call[K, C]
 	// pending counts dials of the key not yet settled, call included.
 	pending int
-	gen     uint64      // bumped by Remove; older dials never cache
-	probe   *time.Timer // the scheduled half-open probe, or nil
+	// sem holds one permit per running dial of the key
+	// (MaxConcurrentDials): made for the first pending dial, dropped when
+	// none is left (each call keeps its own pointer for the lanes).
+	sem   *semaphore.Weighted
+	gen   uint64 // bumped by Remove; older dials never cache
+	probe *timer // the scheduled half-open probe, or nil
 	// lastTook is how long the key's last dial took, whatever its outcome
 	// (0: none yet; a canceled dial does not count).
 	lastTook time.Duration
@@ -56,7 +57,15 @@ type entryState[K comparable, C any] struct {
 	dead     bool     // deleted from the map: a Get that finds it retries
 }
 
-func (e *entry[K, C]) breakerState() breaker.State { return breaker.State(e.state.Load()) }
+// breakerState is the breaker's state as the pool last applied it, read
+// without a lock (for telemetry and events): the state the rejection was
+// made for, closed if there is none.
+func (e *entry[K, C]) breakerState() breaker.State {
+	if rej := e.reject.Load(); rej != nil {
+		return rej.state
+	}
+	return breaker.StateClosed
+}
 
 // lane is where a dial stands in the pool's lanes.
 type lane uint8
@@ -77,9 +86,10 @@ type call[K comparable, C any] struct {
 	err    error
 
 	gen     uint64
-	probe   bool           // the half-open probe
-	suspect bool           // probe, or the key failed its last dial or use
-	ticket  breaker.Ticket // the breaker's permission for this dial
+	sem     *semaphore.Weighted // the key's dial cap (entryState.sem)
+	probe   bool                // the half-open probe
+	suspect bool                // probe, or the key failed its last dial or use
+	ticket  breaker.Ticket      // the breaker's permission for this dial
 	// span is the dial's span, set by launch before the call is queued
 	// (nil until then: a joiner may see the call first).
 	span atomic.Pointer[trace.Span]
@@ -105,7 +115,7 @@ type call[K comparable, C any] struct {
 	// that.
 	lane     lane
 	elem     *list.Element // in the queue or the running list
-	expiry   *time.Timer   // enforces the deadline; nil unless running
+	expiry   *timer        // enforces the deadline; nil unless running
 	ctx      context.Context
 	cancel   context.CancelFunc // canceled by Remove and Close
 	canceled bool               // Remove or Close canceled the dial
@@ -206,12 +216,7 @@ func (p *Pool[K, C]) newEntry(key K) (*entry[K, C], error) {
 	if err != nil {
 		return nil, err
 	}
-	brk, err := breaker.New(set.breaker)
-	if err != nil { // validated; kept as an error, not a panic
-		return nil, &Error{Kind: ErrInvalidOptions, Cluster: name, Cause: err}
-	}
-	e := &entry[K, C]{key: key, name: name, set: set, sem: semaphore.NewWeighted(p.opts.MaxConcurrentDials)}
-	e.ls.brk = brk
+	e := &entry[K, C]{key: key, name: name, set: set}
 	v, loaded := p.entries.LoadOrStore(key, e)
 	if loaded { // cannot happen while creations are coalesced; harmless
 		return v.(*entry[K, C]), nil

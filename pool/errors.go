@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/clusterpool/clusterpool/breaker"
 )
 
 // Sentinel errors, matched with errors.Is.
@@ -53,6 +55,9 @@ type Error struct {
 	// passed: an open breaker's rejection read after its open period
 	// ended (the probe is due and takes up to DialTimeout).
 	late time.Duration
+	// state is the breaker state an ErrCircuitOpen rejection was made
+	// for (open or half-open): the pool reads its entries' state from it.
+	state breaker.State
 }
 
 // Error returns "<kind>: cluster <name>[: <cause>]".

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"golang.org/x/sync/semaphore"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -214,4 +215,21 @@ func (ev *events) types() []EventType {
 		ts = append(ts, e.Type)
 	}
 	return ts
+}
+
+// idle reports whether no dial holds or waits for a slot.
+func (p *Pool[K, C]) idle() bool {
+	l := &p.lanes
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	full := func(s *semaphore.Weighted, n int64) bool {
+		if !s.TryAcquire(n) {
+			return false
+		}
+		s.Release(n)
+		return true
+	}
+	return l.queue.Len() == 0 && l.suspectQ.Len() == 0 && l.running.Len() == 0 && l.slowRun.Len() == 0 &&
+		full(l.total, p.opts.MaxTotalDials) && full(l.suspect, suspectCap(p.opts.MaxTotalDials)) &&
+		full(l.slow, p.opts.MaxSlowDials)
 }

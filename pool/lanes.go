@@ -16,7 +16,7 @@ import (
 // TryAcquire under mu (nobody blocks on them). Invariants, with mu held:
 //   - normal lane ≤ MaxTotalDials (total), suspect calls in it ≤
 //     suspectCap (suspect), slow lane ≤ MaxSlowDials (slow);
-//   - each key's slots ≤ MaxConcurrentDials (the entry's sem);
+//   - each key's slots ≤ MaxConcurrentDials (its calls' sem);
 //   - a queued call is started as soon as the slots allow, oldest first
 //     across both queues (a suspect call only while suspect < suspectCap);
 //   - while calls are queued and the normal lane is full, a running call
@@ -24,7 +24,7 @@ import (
 //     room), freeing its normal slot. It keeps running until it returns or
 //     its deadline.
 //
-// Locks: lanes.mu, second in the pool's lock order (see the package
+// Locks: lanes.mu, third in the pool's lock order (see the package
 // documentation). Nothing is called out of the package with it held.
 type lanes[K comparable, C any] struct {
 	mu       sync.Mutex
@@ -36,9 +36,7 @@ type lanes[K comparable, C any] struct {
 	suspect  *semaphore.Weighted
 	slow     *semaphore.Weighted
 	seq      uint64
-	demoter  *time.Timer // armed while calls are queued and the lane is full
-	armed    uint64      // generation of demoter
-	armedAt  time.Time   // when demoter fires
+	demoter  *timer // armed while calls are queued and the lane is full
 	// longest is the longest DialTimeout of any call submitted: no running
 	// dial holds a slot longer (see retryAt).
 	longest time.Duration
@@ -169,12 +167,12 @@ func (p *Pool[K, C]) releaseLocked(c *call[K, C]) bool {
 		if c.suspect {
 			l.suspect.Release(1)
 		}
-		c.e.sem.Release(1)
+		c.sem.Release(1)
 		p.stopExpiryLocked(c)
 	case laneSlow:
 		l.slowRun.Remove(c.elem)
 		l.slow.Release(1)
-		c.e.sem.Release(1)
+		c.sem.Release(1)
 		p.stopExpiryLocked(c)
 	}
 	c.lane, c.elem = laneNone, nil
@@ -214,14 +212,14 @@ func (p *Pool[K, C]) nextLocked() *call[K, C] {
 		return nil
 	case b == nil, a != nil && a.Value.(*call[K, C]).seq < b.Value.(*call[K, C]).seq:
 		if b != nil {
-			b.Value.(*call[K, C]).e.sem.Release(1)
+			b.Value.(*call[K, C]).sem.Release(1)
 			l.suspect.Release(1)
 		}
 		l.queue.Remove(a)
 		return a.Value.(*call[K, C])
 	}
 	if a != nil {
-		a.Value.(*call[K, C]).e.sem.Release(1)
+		a.Value.(*call[K, C]).sem.Release(1)
 	}
 	l.suspectQ.Remove(b)
 	return b.Value.(*call[K, C])
@@ -232,7 +230,7 @@ func (p *Pool[K, C]) nextLocked() *call[K, C] {
 // canceled by Remove is still running, so the scan is short).
 func firstStartable[K comparable, C any](q *list.List) *list.Element {
 	for el := q.Front(); el != nil; el = el.Next() {
-		if el.Value.(*call[K, C]).e.sem.TryAcquire(1) {
+		if el.Value.(*call[K, C]).sem.TryAcquire(1) {
 			return el
 		}
 	}
@@ -255,13 +253,7 @@ func (p *Pool[K, C]) startLocked(c *call[K, C]) {
 	c.started.Store(now.UnixNano())
 	c.deadline.Store(now.Add(c.e.set.dialTimeout).UnixNano())
 	p.refineLocked(c, now.Add(c.e.set.dialTimeout))
-	// Close waits for the pool's goroutines only after closeLanes, which
-	// this holds off: adding to the WaitGroup here is safe.
-	p.wg.Add(1)
-	c.expiry = time.AfterFunc(c.e.set.dialTimeout, func() {
-		defer p.wg.Done()
-		p.expire(c)
-	})
+	c.expiry = p.timers.schedule(now.Add(c.e.set.dialTimeout), func(*timer) { p.expire(c) })
 	p.dialerAdd(c)
 	go p.runDial(c)
 }
@@ -280,7 +272,7 @@ func (p *Pool[K, C]) cancelCall(c *call[K, C]) {
 // stopExpiryLocked stops c's deadline timer if it has not fired. Needs
 // lanes.mu.
 func (p *Pool[K, C]) stopExpiryLocked(c *call[K, C]) {
-	p.stopTimer(c.expiry)
+	p.timers.stop(c.expiry)
 	c.expiry = nil
 }
 
@@ -295,33 +287,26 @@ func (p *Pool[K, C]) armDemoterLocked() {
 	if want {
 		oldest := l.running.Front().Value.(*call[K, C])
 		at = time.Unix(0, oldest.started.Load()).Add(p.lat.slowAfter(p.opts.MaxWait))
-		if l.demoter != nil && at.Equal(l.armedAt) {
+		if l.demoter != nil && at.Equal(l.demoter.at) {
 			return // armed for that instant already
 		}
 	}
-	p.stopTimer(l.demoter)
+	p.timers.stop(l.demoter)
 	l.demoter = nil
 	if !want {
 		return
 	}
-	l.armedAt = at
-	p.wg.Add(1) // safe: not closed, see startLocked
-	l.armed++
-	gen := l.armed
-	l.demoter = time.AfterFunc(time.Until(at), func() {
-		defer p.wg.Done()
-		p.demote(gen)
-	})
+	l.demoter = p.timers.schedule(at, p.demote)
 }
 
 // demote moves every normal-lane call that has run past slowAfter to the
 // slow lane, while it has room, and starts queued calls in their place.
-func (p *Pool[K, C]) demote(gen uint64) {
+func (p *Pool[K, C]) demote(t *timer) {
 	l := &p.lanes
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.armed == gen {
-		l.demoter = nil // fired: armDemoterLocked must not Stop it again
+	if l.demoter == t {
+		l.demoter = nil // fired: armDemoterLocked arms a new one
 	}
 	limit := time.Now().Add(-p.lat.slowAfter(p.opts.MaxWait)).UnixNano()
 	for el := l.running.Front(); el != nil; {
@@ -345,43 +330,23 @@ func (p *Pool[K, C]) demote(gen uint64) {
 }
 
 // closeLanes closes the pool (Pool.closed, the one closed flag, set under
-// lanes.mu and Pool.mu so that no dial starts and no goroutine is counted
-// after it), stops all scheduling and returns the calls still queued, and
-// the calls running, for Close to settle.
-func (p *Pool[K, C]) closeLanes() (queued, running []*call[K, C]) {
+// lanes.mu and Pool.mu so that no dial starts and no subscriber is counted
+// after it), stops all scheduling and drops the calls still queued.
+func (p *Pool[K, C]) closeLanes() {
 	l := &p.lanes
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	p.mu.Lock() // track reads closed under it
 	p.closed.Store(true)
 	p.mu.Unlock()
 	p.armDemoterLocked() // stops it
+	var queued []*call[K, C]
 	for _, q := range []*list.List{&l.queue, &l.suspectQ} {
 		for el := q.Front(); el != nil; el = el.Next() {
 			queued = append(queued, el.Value.(*call[K, C]))
 		}
 	}
-	for _, q := range []*list.List{&l.running, &l.slowRun} {
-		for el := q.Front(); el != nil; el = el.Next() {
-			running = append(running, el.Value.(*call[K, C]))
-		}
+	l.mu.Unlock()
+	for _, c := range queued {
+		p.finish(c, result[C]{end: endDropped})
 	}
-	return queued, running
-}
-
-// idle reports whether no dial holds or waits for a slot: for tests.
-func (p *Pool[K, C]) idle() bool {
-	l := &p.lanes
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	full := func(s *semaphore.Weighted, n int64) bool {
-		if !s.TryAcquire(n) {
-			return false
-		}
-		s.Release(n)
-		return true
-	}
-	return l.queue.Len() == 0 && l.suspectQ.Len() == 0 && l.running.Len() == 0 && l.slowRun.Len() == 0 &&
-		full(l.total, p.opts.MaxTotalDials) && full(l.suspect, suspectCap(p.opts.MaxTotalDials)) &&
-		full(l.slow, p.opts.MaxSlowDials)
 }

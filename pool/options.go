@@ -181,7 +181,8 @@ func (o Options[K, C]) withDefaults() Options[K, C] {
 }
 
 // keySettings are the settings in force for one cluster: the pool's, with
-// the cluster's Overrides applied.
+// the cluster's Overrides applied. Entries share them by pointer: every key
+// without overrides points at the pool's.
 type keySettings struct {
 	maxWait     time.Duration
 	dialTimeout time.Duration
@@ -191,15 +192,15 @@ type keySettings struct {
 
 // settingsFor validates ov and applies it over the pool's options (whose
 // defaults are applied).
-func (o *Options[K, C]) settingsFor(ov Overrides) (keySettings, error) {
+func (o *Options[K, C]) settingsFor(ov Overrides) (*keySettings, error) {
 	if err := opt.FirstNegative("ForKey.", opt.F("MaxWait", ov.MaxWait),
 		opt.F("DialTimeout", ov.DialTimeout)); err != nil {
-		return keySettings{}, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	if err := tooLong("ForKey.", ov.MaxWait, ov.DialTimeout); err != nil {
-		return keySettings{}, err
+		return nil, err
 	}
-	s := keySettings{maxWait: o.MaxWait, dialTimeout: o.DialTimeout, breaker: o.Breaker}
+	s := &keySettings{maxWait: o.MaxWait, dialTimeout: o.DialTimeout, breaker: o.Breaker}
 	if ov.MaxWait != 0 {
 		s.maxWait = ov.MaxWait
 	}
@@ -208,7 +209,7 @@ func (o *Options[K, C]) settingsFor(ov Overrides) (keySettings, error) {
 	}
 	if ov.Breaker != nil {
 		if err := ov.Breaker.Validate(); err != nil {
-			return keySettings{}, fmt.Errorf("%w: ForKey.Breaker: %w", ErrInvalidOptions, err)
+			return nil, fmt.Errorf("%w: ForKey.Breaker: %w", ErrInvalidOptions, err)
 		}
 		s.breaker = *ov.Breaker
 	}

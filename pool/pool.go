@@ -26,13 +26,14 @@ type DialFunc[K comparable, C any] func(ctx context.Context, key K) (C, error)
 type Pool[K comparable, C any] struct {
 	dial DialFunc[K, C]
 	opts Options[K, C] // defaults applied
-	base keySettings   // the settings of keys without overrides
+	base *keySettings  // the settings of keys without overrides
 	rec  *tracing.Recorder
 	lat  latency
 
 	entries  sync.Map // K -> *entry[K, C]
 	creating sync.Map // K -> *creation[K, C]: entries being made (ForKey runs)
 	lanes    lanes[K, C]
+	timers   timers // probes, dial deadlines and demotion
 
 	// ctx is the one shutdown signal: the parent of every dial, canceled by
 	// Close; its Done channel wakes waiters and subscribers. closed is set
@@ -42,8 +43,8 @@ type Pool[K comparable, C any] struct {
 	cancel context.CancelFunc
 	closed atomic.Bool
 
-	mu        sync.Mutex // guards closed transitions, wg.Add, dialers and subs
-	wg        sync.WaitGroup
+	mu        sync.Mutex               // guards closed transitions, track's wg.Add, dialers and subs
+	wg        sync.WaitGroup           // subscribers' goroutines and fired timers' (see timers)
 	dialers   map[*call[K, C]]struct{} // dial goroutines that have not returned
 	dialerOut chan struct{}            // closed and replaced when a dialer returns after Close
 	subs      map[*subscriber[K]]struct{}
@@ -85,6 +86,7 @@ func New[K comparable, C any](dial DialFunc[K, C], opts Options[K, C]) (*Pool[K,
 		shutdownDone: make(chan struct{}),
 	}
 	p.lanes.init(opts.MaxTotalDials, opts.MaxSlowDials)
+	p.timers.init(&p.wg)
 	return p, nil
 }
 
@@ -117,7 +119,7 @@ func (p *Pool[K, C]) Get(ctx context.Context, key K) (C, error) {
 			// An instant rejection waits for nothing: it costs no clock
 			// read, and gets a span only as part of a caller's recording
 			// trace.
-			p.rec.Reject(ctx, e.name, e.breakerState().String())
+			p.rec.Reject(ctx, e.name, rej.state.String())
 			var zero C
 			return zero, rej
 		}
@@ -164,8 +166,8 @@ func (p *Pool[K, C]) entryOutcome(ctx context.Context, err error) tracing.Outcom
 	return outcomeOf(err)
 }
 
-// track counts one more pool goroutine (or pending timer) unless the pool
-// is closed. Every true must be matched by one p.wg.Done.
+// track counts one more subscriber goroutine unless the pool is closed.
+// Every true must be matched by one p.wg.Done.
 func (p *Pool[K, C]) track() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -174,14 +176,6 @@ func (p *Pool[K, C]) track() bool {
 	}
 	p.wg.Add(1)
 	return true
-}
-
-// stopTimer stops t, a timer counted in p.wg (nil: none): if its func
-// will not run, it is counted out here.
-func (p *Pool[K, C]) stopTimer(t *time.Timer) {
-	if t != nil && t.Stop() {
-		p.wg.Done()
-	}
 }
 
 // dialerAdd and dialerDone keep the set of dial goroutines that have not

@@ -13,19 +13,28 @@ import (
 // ClusterCache counts its connect attempts and health checks. An Ignored
 // outcome (Breaker.IsFailure said the error is not the cluster's fault)
 // counts as neither. Guarded by the entry's mu; Remove resets it.
+// Instants are Unix nanoseconds (0: never), to keep the entry small.
 type probeLog struct {
-	last     time.Time // the last probe, whatever its outcome
-	lastOK   time.Time // the last successful probe
-	failures uint32    // failed probes since lastOK, across open periods
+	last     int64  // the last probe, whatever its outcome
+	lastOK   int64  // the last successful probe
+	failures uint32 // failed probes since lastOK, across open periods
 }
 
 // record notes the outcome o of a probe that ended at at.
 func (l *probeLog) record(o breaker.Outcome, at time.Time) {
 	switch o {
 	case breaker.Success:
-		l.last, l.lastOK, l.failures = at, at, 0
+		l.last, l.lastOK, l.failures = at.UnixNano(), at.UnixNano(), 0
 	case breaker.Failure, breaker.Trip:
-		l.last = at
+		l.last = at.UnixNano()
 		l.failures++
 	}
+}
+
+// unixTime is the instant of Unix nanoseconds n, or the zero Time for 0.
+func unixTime(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
 }

@@ -84,3 +84,81 @@ func TestSettleRecords(t *testing.T) {
 		}
 	}
 }
+
+// settle over every state × input: each legal dialEnd, with or without an
+// error and a client, × current, closed, held, rejected × the breaker's
+// answer (none, opened, closed). Each decision is checked against the rules
+// of settle's and the events' documentation, not against a second copy of
+// settle.
+func TestSettleStatesByInputs(t *testing.T) {
+	now := time.Unix(1000, 0)
+	answers := []struct {
+		tr      breaker.Transition
+		changed bool
+	}{
+		{},
+		{breaker.Transition{From: breaker.StateClosed, To: breaker.StateOpen, OpenFor: 5 * time.Second, At: now}, true},
+		{breaker.Transition{From: breaker.StateHalfOpen, To: breaker.StateClosed, At: now}, true},
+	}
+	n := 0
+	for end := endReturned; end <= endAbandoned; end++ {
+		for _, failedDial := range []bool{false, true} {
+			for state := range 16 {
+				for _, a := range answers {
+					in := settleIn[*client]{now: now, maxWait: time.Second,
+						current: state&1 != 0, closed: state&2 != 0, held: state&4 != 0, rejected: state&8 != 0}
+					in.end, in.took = end, 2*time.Second
+					if end.dialer() {
+						in.client = &client{key: "a"} // also returned with an error: it must be closed
+					}
+					if failedDial || !end.dialer() {
+						in.err, in.o = errRefused, breaker.Failure
+					}
+					if in.records() {
+						in.tr, in.changed = a.tr, a.changed
+					} else if a.changed {
+						continue // the breaker is not asked
+					}
+					checkSettle(t, in, settle(in))
+					n++
+				}
+			}
+		}
+	}
+	t.Logf("%d states × inputs", n)
+}
+
+// checkSettle checks one of settle's decisions against the documented rules.
+func checkSettle(t *testing.T, in settleIn[*client], out settleOut) {
+	t.Helper()
+	ok := in.err == nil && in.end.dialer()
+	closes := in.changed && in.tr.To == breaker.StateClosed
+	opens := in.changed && in.tr.To == breaker.StateOpen
+	wantCache := ok && in.records() && !in.closed && !in.held && (!in.rejected || closes)
+	rejectedAfter := (in.rejected && !in.changed) || opens
+	failures := []struct {
+		bad  bool
+		rule string
+	}{
+		{out.cache != wantCache, "a client is cached exactly when it is still wanted"},
+		{in.end.dialer() && out.cache == out.closeNew, "a returned client is either cached or closed, once"},
+		{!in.end.dialer() && (out.cache || out.closeNew), "no client without a dialer's return"},
+		{out.connected != out.cache, "Connected exactly when a client is cached"},
+		{(out.answer == answerClient) != out.cache, "waiters get the dial's client exactly when it is cached"},
+		{in.closed && !out.cache && out.answer != answerClosed, "after Close, waiters get ErrClosed"},
+		{!in.closed && !in.records() && out.answer != answerRemoved, "a canceled or old dial's waiters get ErrRemoved"},
+		{out.learn != in.records(), "only a current, uncanceled dial is learned from"},
+		{out.apply != (in.changed && in.current), "a transition is applied to the entry it belongs to"},
+		{out.observe != (ok && !in.end.canceled()), "every uncanceled success feeds the latency estimate"},
+		{out.dialFailed && (!in.records() || rejectedAfter || ok), "DialFailed only for a failure that leaves the breaker closed"},
+		{out.answer == answerFailed && !out.retryAt.After(in.now), "a failed dial's waiters come back later"},
+		{in.records() && !ok && !in.closed && !rejectedAfter && !out.dialFailed, "a failure that leaves the breaker closed is DialFailed"},
+		{opens && out.answer == answerFailed && !out.retryAt.Equal(in.tr.At.Add(in.tr.OpenFor)), "a failure that opened the breaker: back at the first probe"},
+		{out.answer == answerRejected && !(ok && rejectedAfter), "rejected only if the breaker opened meanwhile"},
+	}
+	for _, f := range failures {
+		if f.bad {
+			t.Errorf("%s: in %+v, out %+v", f.rule, in, out)
+		}
+	}
+}

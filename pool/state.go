@@ -53,7 +53,7 @@ func (p *Pool[K, C]) State(key K) ClusterState {
 	if e.ls.dead {
 		return ClusterState{}
 	}
-	s := e.ls.brk.Snapshot()
+	s := e.snapshotLocked()
 	return ClusterState{
 		Known:               true,
 		Connected:           e.client.Load() != nil,
@@ -62,8 +62,8 @@ func (p *Pool[K, C]) State(key K) ClusterState {
 		ConsecutiveFailures: s.ConsecutiveFailures,
 		Opens:               s.Opens,
 		NextProbe:           s.OpenUntil,
-		LastProbe:           e.ls.probes.last,
-		LastProbeSuccess:    e.ls.probes.lastOK,
+		LastProbe:           unixTime(e.ls.probes.last),
+		LastProbeSuccess:    unixTime(e.ls.probes.lastOK),
 		ProbeFailures:       e.ls.probes.failures,
 	}
 }

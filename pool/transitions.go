@@ -12,7 +12,6 @@ import (
 // after the lock (fx). c is the dial that caused the transition, or nil.
 // Needs e.mu.
 func (p *Pool[K, C]) applyLocked(e *entry[K, C], tr breaker.Transition, c *call[K, C], fx *effects[K, C]) {
-	e.state.Store(int32(tr.To))
 	fx.notes = append(fx.notes, note[K, C]{call: c, tr: tr})
 	if p.observe != nil {
 		p.observe(e.key, tr)
@@ -22,7 +21,7 @@ func (p *Pool[K, C]) applyLocked(e *entry[K, C], tr breaker.Transition, c *call[
 		// Once the open period is over the probe is due: come back after
 		// its DialTimeout, not every millisecond until its timer has run.
 		e.reject.Store(&Error{Kind: ErrCircuitOpen, Cluster: e.name, RetryAt: tr.At.Add(tr.OpenFor),
-			late: e.set.dialTimeout})
+			late: e.set.dialTimeout, state: breaker.StateOpen})
 		if cl := e.client.Swap(nil); cl != nil {
 			fx.close = append(fx.close, *cl)
 			p.publishLocked(e, Disconnected, tr.At)
@@ -34,7 +33,7 @@ func (p *Pool[K, C]) applyLocked(e *entry[K, C], tr breaker.Transition, c *call[
 		// has surely ended, not in a busy loop (its success is announced):
 		// at its deadline. The lanes refine this when the probe is queued
 		// and when it starts (Pool.refineLocked).
-		rej := &Error{Kind: ErrCircuitOpen, Cluster: e.name, RetryAt: tr.At.Add(e.set.dialTimeout)}
+		rej := &Error{Kind: ErrCircuitOpen, Cluster: e.name, RetryAt: tr.At.Add(e.set.dialTimeout), state: breaker.StateHalfOpen}
 		if c != nil {
 			c.rejection = rej
 		}
@@ -47,17 +46,12 @@ func (p *Pool[K, C]) applyLocked(e *entry[K, C], tr breaker.Transition, c *call[
 }
 
 // scheduleProbeLocked arranges for the pool to probe e after d. Needs e.mu
-// (it takes Pool.mu inside).
+// (it takes timers.mu inside).
 func (p *Pool[K, C]) scheduleProbeLocked(e *entry[K, C], d time.Duration) {
 	p.stopProbeLocked(e)
-	if !p.track() {
-		return
-	}
 	gen := e.ls.gen
-	var t *time.Timer
-	t = time.AfterFunc(d, func() {
-		defer p.wg.Done()
-		e.mu.Lock() // t was set under this lock
+	e.ls.probe = p.timers.schedule(time.Now().Add(d), func(t *timer) {
+		e.mu.Lock() // e.ls.probe was set under this lock
 		if e.ls.probe != t {
 			e.mu.Unlock() // stopped too late, or replaced: not this timer's turn
 			return
@@ -68,12 +62,11 @@ func (p *Pool[K, C]) scheduleProbeLocked(e *entry[K, C], d time.Duration) {
 		e.mu.Unlock()
 		p.run(e.key, &fx)
 	})
-	e.ls.probe = t
 }
 
 // stopProbeLocked cancels e's pending probe, if any. Needs e.mu.
 func (p *Pool[K, C]) stopProbeLocked(e *entry[K, C]) {
-	p.stopTimer(e.ls.probe)
+	p.timers.stop(e.ls.probe)
 	e.ls.probe = nil
 }
 
@@ -85,18 +78,18 @@ func (p *Pool[K, C]) probeLocked(e *entry[K, C], gen uint64, fx *effects[K, C]) 
 	if p.closed.Load() || e.ls.dead || e.ls.gen != gen || (e.ls.call != nil && e.ls.call.probe) {
 		return
 	}
-	ticket, tr, changed, err := e.ls.brk.Allow()
+	ticket, err := e.breakerLocked().Allow()
 	if err != nil {
 		// Not due yet: a timer may fire a hair early on some clocks, and
 		// right after the trip Expire leaves a tick of the open period.
 		if e.ls.probe == nil {
-			p.scheduleProbeLocked(e, max(time.Until(e.ls.brk.Snapshot().OpenUntil), time.Nanosecond))
+			p.scheduleProbeLocked(e, max(time.Until(e.snapshotLocked().OpenUntil), time.Nanosecond))
 		}
 		return
 	}
 	c := p.newCallLocked(e, ticket, true)
 	fx.launch = append(fx.launch, c)
-	if changed {
+	if tr, changed := ticket.Transition(); changed {
 		p.applyLocked(e, tr, c, fx)
 	}
 }
@@ -134,7 +127,7 @@ func (p *Pool[K, C]) Probe(key K) {
 			}
 		case e.ls.call != nil && e.ls.call.probe: // the probe is out already
 		default:
-			e.ls.brk.Expire()
+			e.breakerLocked().Expire()
 			p.stopProbeLocked(e)
 			p.probeLocked(e, e.ls.gen, &fx)
 		}
@@ -157,18 +150,16 @@ func (p *Pool[K, C]) Report(key K, err error) {
 		return
 	}
 	e := v.(*entry[K, C])
-	o := p.classify(&e.set, err)
+	o := p.classify(e.set, err)
 	e.mu.Lock()
 	if e.ls.dead || e.ls.removed || e.reject.Load() != nil {
 		e.mu.Unlock()
 		return
 	}
 	fx := effects[K, C]{name: e.name}
-	if ticket, _, _, aerr := e.ls.brk.Allow(); aerr == nil {
-		e.ls.probes.record(o, time.Now())
-		if tr, changed := ticket.Record(o); changed {
-			p.applyLocked(e, tr, nil, &fx)
-		}
+	e.ls.probes.record(o, time.Now())
+	if tr, changed := e.recordLocked(breaker.Ticket{}, o); changed {
+		p.applyLocked(e, tr, nil, &fx)
 	}
 	e.mu.Unlock()
 	p.run(key, &fx)
@@ -216,11 +207,8 @@ func (p *Pool[K, C]) Remove(key K) {
 			p.observe(e.key, tr)
 		}
 	}
-	if brk, err := breaker.New(e.set.breaker); err == nil { // validated when e was made
-		e.ls.brk = brk
-	}
+	e.ls.brk = nil
 	e.reject.Store(nil)
-	e.state.Store(int32(breaker.StateClosed))
 	e.ls.probes = probeLog{}
 	e.ls.removed = true
 	p.publishLocked(e, Removed, now)

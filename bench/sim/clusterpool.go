@@ -80,7 +80,9 @@ func newClusterPool(env Env, opts pool.Options[int, *Client]) (Strategy, error) 
 	return s, nil
 }
 
-func (s *clusterPool) Get(ctx context.Context, c int) (*Client, error) { return s.p.Get(pool.Requeued(ctx), c) }
+func (s *clusterPool) Get(ctx context.Context, c int) (*Client, error) {
+	return s.p.Get(pool.Requeued(ctx), c)
+}
 
 // dial is the world's dial plus the client's guard, with kube's default
 // RequestOptions scaled to the world's time; it goes live (reports) once

@@ -1,0 +1,159 @@
+package pool
+
+import (
+	"container/heap"
+	"sync"
+	"time"
+)
+
+// timers is the pool's one timer loop, for half-open probes, dial
+// deadlines and the lanes' demotion (client-go's delaying queue
+// waitingLoop is the model). Timers wait in one heap, earliest first; one
+// goroutine sleeps until the earliest is due and starts each due timer's
+// func on a goroutine of its own, counted in the pool's WaitGroup, with no
+// lock held (the funcs take entry and lanes locks, and run effects:
+// telemetry, which is user code, must not hold up other timers). The loop
+// runs only while a timer is scheduled, and never again once closed.
+//
+// Locks: timers.mu is the last in the pool's lock order: taken under
+// entry.mu (probes) and lanes.mu (deadlines, demotion), nothing under it.
+type timers struct {
+	mu      sync.Mutex
+	due     timerHeap
+	wake    chan struct{}   // capacity 1: the earliest timer changed, or close
+	running chan struct{}   // while the loop runs: closed when it returns
+	closed  bool            // close ran: nothing is scheduled or fired
+	wg      *sync.WaitGroup // the pool's: counts the funcs' goroutines
+}
+
+// timer is one scheduled func. Stop it with timers.stop; its func may
+// still run if it was due already, so funcs check that they are current.
+type timer struct {
+	at   time.Time
+	fire func(*timer) // given its timer, to tell whether it is current
+	i    int          // index in the heap; -1 once fired or stopped
+}
+
+func (t *timers) init(wg *sync.WaitGroup) {
+	t.wg = wg
+	t.wake = make(chan struct{}, 1)
+}
+
+// schedule runs fire at at (on a goroutine of its own), unless stopped or
+// the pool is closed first. It returns nil once closed.
+func (t *timers) schedule(at time.Time, fire func(*timer)) *timer {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil
+	}
+	tm := &timer{at: at, fire: fire}
+	heap.Push(&t.due, tm)
+	switch {
+	case t.running == nil:
+		t.running = make(chan struct{})
+		go t.loop(t.running)
+	case tm.i == 0:
+		t.signal()
+	}
+	return tm
+}
+
+// stop unschedules tm (nil: none). Its func may be running already.
+func (t *timers) stop(tm *timer) {
+	if tm == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if tm.i >= 0 {
+		heap.Remove(&t.due, tm.i)
+	}
+}
+
+// close stops the loop and waits until it has returned: no timer fires
+// after it (those already fired run on, counted in the WaitGroup).
+func (t *timers) close() {
+	t.mu.Lock()
+	t.closed = true
+	running := t.running
+	t.signal()
+	t.mu.Unlock()
+	if running != nil {
+		<-running
+	}
+}
+
+// signal wakes the loop. Needs t.mu.
+func (t *timers) signal() {
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+}
+
+// loop fires due timers until none is left or close; done is closed when
+// it returns.
+func (t *timers) loop(done chan struct{}) {
+	clock := time.NewTimer(time.Hour)
+	defer clock.Stop()
+	for {
+		next, ok := t.fireDue(done)
+		if !ok {
+			return
+		}
+		clock.Reset(next)
+		select {
+		case <-clock.C:
+		case <-t.wake:
+		}
+	}
+}
+
+// fireDue starts the funcs of the timers due now and returns how long
+// until the next one; false if the loop is to return (it then marks it
+// returned under t.mu, so that the next schedule starts a new one).
+func (t *timers) fireDue(done chan struct{}) (time.Duration, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := time.Now()
+	for !t.closed && len(t.due) > 0 && !t.due[0].at.After(now) {
+		tm := heap.Pop(&t.due).(*timer)
+		t.wg.Add(1) // before close returns: Shutdown waits after it
+		go func() {
+			defer t.wg.Done()
+			tm.fire(tm)
+		}()
+	}
+	if t.closed || len(t.due) == 0 {
+		t.running = nil
+		close(done)
+		return 0, false
+	}
+	return t.due[0].at.Sub(now), true
+}
+
+// timerHeap orders timers by when they are due (container/heap).
+type timerHeap []*timer
+
+func (h timerHeap) Len() int           { return len(h) }
+func (h timerHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h timerHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].i, h[j].i = i, j
+}
+
+func (h *timerHeap) Push(x any) {
+	tm := x.(*timer)
+	tm.i = len(*h)
+	*h = append(*h, tm)
+}
+
+func (h *timerHeap) Pop() any {
+	old := *h
+	tm := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	tm.i = -1
+	return tm
+}
