@@ -19,7 +19,7 @@ JAEGER_VERSION := v1.75.0
 export JAEGER_BIN := $(BIN)/jaeger-$(JAEGER_VERSION)
 DEMO_FLAGS  ?= -duration 60s -flap 20s
 
-.PHONY: all test vet lint fmt bench bench-scale capi-conformance capi-conformance-adapter bench-scenarios bench-scenarios-realtime bench-peers bench-peers-smoke soak demo demo-replicas demo-herd bench-shard tools clean envtest-assets crds jaeger jaeger-bin trace-picture
+.PHONY: all test vet lint fmt bench bench-scale bench-mhc bench-rotation capi-conformance capi-conformance-adapter bench-scenarios bench-scenarios-realtime bench-peers bench-peers-smoke soak demo demo-replicas demo-herd bench-shard tools clean envtest-assets crds jaeger jaeger-bin trace-picture
 
 all: lint test
 
@@ -31,6 +31,7 @@ test: vet envtest-assets jaeger-bin
 	cd examples/capi && $(GO) test -race -count=1 ./...
 	cd clusterapi && $(GO) test -race -count=1 ./...
 	cd bench/peers/workload && $(GO) test -race -count=1 ./...
+	cd bench/peers/capi && $(GO) test -race -count=1 ./...
 	$(MAKE) bench-peers-smoke
 
 vet:
@@ -39,7 +40,7 @@ vet:
 	cd examples/capi && $(GO) vet ./...
 	cd clusterapi && $(GO) vet ./...
 	cd bench/plot && $(GO) vet ./...
-	for m in workload cct clustercache clusterpool floor plot; do (cd bench/peers/$$m && $(GO) vet ./...) || exit 1; done
+	for m in workload cct clustercache clusterpool floor capi plot; do (cd bench/peers/$$m && $(GO) vet ./...) || exit 1; done
 
 ## envtest-assets: build kube-apiserver and etcd from the module proxy into ./bin (once; ~10 min).
 envtest-assets: $(ENVTEST_ASSETS)/kube-apiserver
@@ -86,7 +87,7 @@ lint: $(STATICCHECK) $(GOCYCLO) vet
 	cd examples/capi && $(STATICCHECK) ./...
 	cd clusterapi && $(STATICCHECK) ./...
 	cd bench/plot && $(STATICCHECK) ./...
-	for m in workload cct clustercache clusterpool floor plot; do (cd bench/peers/$$m && $(STATICCHECK) ./...) || exit 1; done
+	for m in workload cct clustercache clusterpool floor capi plot; do (cd bench/peers/$$m && $(STATICCHECK) ./...) || exit 1; done
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
@@ -183,6 +184,27 @@ bench-scale: envtest-assets
 	@mkdir -p bench/peers/results
 	set -o pipefail; $(GO) run ./bench/peers/driver -scale 100,300,1000 $(SCALE_FLAGS) -json bench/peers/results/scale.json | tee bench/peers/results/scale.md
 	cd bench/peers/plot && $(GO) run . -scale -in ../results/scale.json -out ../results/scale.png
+
+## bench-mhc: a real Cluster API controller, v1.14.2's MachineHealthCheck reconciler
+## (bench/peers/capi), on the stock ClusterCache and on clusterpool's drop-in, in turn
+## (stock, adapter, adapter, stock) on one fleet of 40 Clusters × 5 Machines with 20 % dead
+## and 10 % flapping (~7 min): time until every healthy Machine is checked, reconcile
+## errors, dials to dead clusters. Writes bench/peers/results/mhc.{md,json}; MHC_FLAGS adds
+## driver flags.
+MHC_FLAGS ?=
+bench-mhc: envtest-assets
+	@mkdir -p bench/peers/results
+	set -o pipefail; $(GO) run ./bench/peers/driver -mhc $(MHC_FLAGS) -json bench/peers/results/mhc.json | tee bench/peers/results/mhc.md
+
+## bench-rotation: every Cluster's kubeconfig Secret gets a new bearer token every 20 s
+## (6 rotations), the old token is revoked 5 s later (a token webhook on 127.0.0.1); the
+## stock ClusterCache v1.14.2 and clusterpool in turn on 30 Clusters × 5 objects (~6 min):
+## relists, new connections, 401s, seconds not connected, failed and requeued reconciles
+## per rotation. Writes bench/peers/results/rotation.{md,json}; ROTATION_FLAGS adds driver flags.
+ROTATION_FLAGS ?=
+bench-rotation: envtest-assets
+	@mkdir -p bench/peers/results
+	set -o pipefail; $(GO) run ./bench/peers/driver -rotation -clusters 30 -objects 5 $(ROTATION_FLAGS) -json bench/peers/results/rotation.json | tee bench/peers/results/rotation.md
 
 ## capi-conformance: Cluster API v1.14.2's own envtest suites (every package that calls
 ## clustercache.SetupWithManager), stock and on clusterpool's drop-in, compared

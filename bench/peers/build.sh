@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # build.sh NAME: builds the bench/peers program NAME (cct, clustercache,
-# clusterpool or floor) with hack/build-tool.sh into bin/peers/NAME-VERSION-DIGEST,
+# clusterpool, floor or capi) with hack/build-tool.sh into bin/peers/NAME-VERSION-DIGEST,
 # unless it is there (or in the per-user cache), and prints the path.
 # VERSION is the code under test (Cluster API's version, or "tree" for this
 # repository); DIGEST covers the sources the binary is built from, so an
@@ -13,6 +13,7 @@ case "$name" in
   clustercache) version=capi-v1.14.2; extra=() ;;
   clusterpool)  version=tree;         extra=(pool kube breaker tracing internal go.mod go.sum) ;;
   floor)        version=client-go-v0.37.2; extra=() ;;
+  capi)         version=capi-v1.14.2; extra=(clusterapi pool kube breaker tracing internal go.mod go.sum) ;;
   *) echo "build.sh: unknown peer $name" >&2; exit 2 ;;
 esac
 digest="$(cd "$root" && find "bench/peers/$name" bench/peers/workload "${extra[@]}" -type f \

@@ -15,6 +15,12 @@
 // (machine_controller_noderef.go lines 77-80): controller-runtime requeues
 // it rate-limited.
 //
+// With -sample-connected (the driver's rotation scenario) a cluster counts
+// as not connected while GetClient answers ErrClusterNotConnected: from
+// the health probe's 401 after a rotation (cluster_accessor.go
+// HealthCheck: Unauthorized disconnects at once) until the reconnect with
+// the re-read Secret.
+//
 // Flags and output: see bench/peers/workload.
 package main
 
@@ -66,5 +72,11 @@ func setupPeer(ctx context.Context, mgr manager.Manager, plan workload.Plan) (wo
 	return workload.Strategy{
 		Get:    cc.GetClient,
 		Result: func(err error) (ctrl.Result, error) { return ctrl.Result{}, err },
+		// connected: GetClient does not answer ErrClusterNotConnected
+		// (it never dials on the caller's path)
+		Connected: func(ctx context.Context, cluster client.ObjectKey) bool {
+			_, err := cc.GetClient(ctx, cluster)
+			return err == nil
+		},
 	}, watch, nil
 }

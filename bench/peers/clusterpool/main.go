@@ -16,6 +16,11 @@
 // guard) is recorded as "roundtrip", so that the guard's share is the
 // request's time less it and the rate limiter's.
 //
+// With -sample-connected (the driver's rotation scenario) a cluster counts
+// as connected while the pool holds its client (Peek). The SecretWatcher
+// above is what rotates a cluster's credentials in place when its
+// kubeconfig Secret changes only them.
+//
 // Flags and output: see bench/peers/workload.
 package main
 
@@ -91,5 +96,9 @@ func setup(_ context.Context, mgr manager.Manager, plan workload.Plan) (workload
 		},
 		Result:     kube.Requeue,
 		WorkResult: kube.Requeue,
+		Connected: func(_ context.Context, cluster client.ObjectKey) bool {
+			_, ok := p.Peek(cluster)
+			return ok
+		},
 	}, watch, nil
 }

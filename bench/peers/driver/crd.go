@@ -31,14 +31,9 @@ func v1beta1Version() map[string]any {
 
 // loadClusterCRD reads the v1beta2 CRD and adds v1beta1 (see v1beta1Version).
 func loadClusterCRD(path string) (*unstructured.Unstructured, error) {
-	f, err := os.Open(path)
+	crd, err := readYAML(path)
 	if err != nil {
-		return nil, fmt.Errorf("reading Cluster CRD: %w", err)
-	}
-	defer f.Close()
-	crd := &unstructured.Unstructured{}
-	if err := yaml.NewYAMLOrJSONDecoder(f, 64<<10).Decode(&crd.Object); err != nil {
-		return nil, fmt.Errorf("decoding %s: %w", path, err)
+		return nil, err
 	}
 	versions, _, err := unstructured.NestedSlice(crd.Object, "spec", "versions")
 	if err != nil || len(versions) != 1 {
@@ -56,6 +51,20 @@ func loadClusterCRD(path string) (*unstructured.Unstructured, error) {
 		return nil, err
 	}
 	return crd, nil
+}
+
+// readYAML decodes the first object of a YAML or JSON file.
+func readYAML(path string) (*unstructured.Unstructured, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	defer f.Close()
+	obj := &unstructured.Unstructured{}
+	if err := yaml.NewYAMLOrJSONDecoder(f, 64<<10).Decode(&obj.Object); err != nil {
+		return nil, fmt.Errorf("decoding %s: %w", path, err)
+	}
+	return obj, nil
 }
 
 // installCRD creates crd and waits until it is Established.

@@ -26,6 +26,15 @@
 // scalereport.go). -peer NAME=BINARY adds a program that speaks the same
 // protocol (the hook for the Cluster API drop-in).
 //
+// With -mhc it is `make bench-mhc`: Cluster API v1.14.2's real
+// MachineHealthCheck reconciler (bench/peers/capi) on the stock
+// ClusterCache and on clusterpool's drop-in, with Machines, Nodes and
+// MachineHealthChecks added to the fleet (mhc*.go). With -rotation it is
+// `make bench-rotation`: every kubeconfig Secret gets a new bearer token on
+// a schedule and the old one is revoked by a token webhook the driver
+// serves on 127.0.0.1; relists, 401s, new connections, time not connected
+// and failed reconciles are counted per rotation (rotation*.go).
+//
 // Peer binaries are built by bench/peers/build.sh into bin/peers/ (keyed by
 // version and a digest of their sources) and talk to the driver with flags
 // in and one JSON object out (bench/peers/workload).

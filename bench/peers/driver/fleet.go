@@ -47,7 +47,9 @@ type fleet struct {
 // startFleet starts 1+k apiservers in parallel, installs the Cluster CRD,
 // and creates m Clusters (each behind its own proxy in front of workload
 // apiserver i mod k) with their kubeconfig Secrets and n objects each.
-func startFleet(ctx context.Context, root string, m, k, n int) (_ *fleet, err error) {
+// configure, if given, is applied to workload apiserver i (0 ≤ i < k)
+// before it starts (the rotation run's authenticator and audit log).
+func startFleet(ctx context.Context, root string, m, k, n int, configure ...func(int, *envtest.Environment)) (_ *fleet, err error) {
 	if _, err := envtestutil.Assets(); err != nil {
 		return nil, err
 	}
@@ -64,7 +66,7 @@ func startFleet(ctx context.Context, root string, m, k, n int) (_ *fleet, err er
 	if f.dir, err = os.MkdirTemp("", "bench-peers-"); err != nil {
 		return nil, err
 	}
-	cfgs, err := f.startAPIServers(1 + k)
+	cfgs, err := f.startAPIServers(1+k, configure...)
 	if err != nil {
 		return nil, err
 	}
@@ -122,13 +124,18 @@ func (f *fleet) grow(ctx context.Context, m int) error {
 	return errors.Join(errs...)
 }
 
-func (f *fleet) startAPIServers(count int) ([]*rest.Config, error) {
+func (f *fleet) startAPIServers(count int, configure ...func(int, *envtest.Environment)) ([]*rest.Config, error) {
 	envs := make([]*envtest.Environment, count)
 	cfgs := make([]*rest.Config, count)
 	errs := make([]error, count)
 	var wg sync.WaitGroup
 	for i := range envs {
 		envs[i] = &envtest.Environment{}
+		for _, c := range configure {
+			if i > 0 { // envs[0] is the management apiserver
+				c(i-1, envs[i])
+			}
+		}
 		wg.Go(func() { cfgs[i], errs[i] = envs[i].Start() })
 	}
 	wg.Wait()

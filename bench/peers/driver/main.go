@@ -34,6 +34,8 @@ type options struct {
 	smoke      bool
 	scaleRun   scaleOptions
 	scaleFrom  string
+	rotation   rotationOptions
+	mhc        mhcOptions
 }
 
 // report is the JSON written with -json (read by bench/peers/plot).
@@ -94,6 +96,8 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.jsonOut, "json", "", "write every figure, series and the model check to this file")
 	fs.BoolVar(&o.cfg.Timings, "timings", false, "the peers time their reconciles' phases and client-go's requests; printed after the real table")
 	sizes := scaleFlags(fs, &o.scaleRun)
+	rotationFlags(fs, &o.rotation)
+	mhcFlags(fs, &o.mhc)
 	fs.StringVar(&o.scaleFrom, "scale-from", "", "run no peer: redo the fits and tables of a scale run's -json file")
 	fs.BoolVar(&o.smoke, "smoke", false, "the make test smoke: 4 clusters on 1 apiserver, 3 objects, the dead scenario for 10 s; fails unless every peer reconciled")
 	if err := fs.Parse(args); err != nil {
@@ -105,6 +109,9 @@ func parseFlags(args []string) (options, error) {
 	o.strategies = strings.Split(strategies, ",")
 	var err error
 	if err := o.scaleStrategies(fs, *sizes); err != nil {
+		return o, err
+	}
+	if err := o.rotation.defaults(fs, &o.strategies); err != nil {
 		return o, err
 	}
 	if o.run, err = regexp.Compile(runExpr); err != nil {
@@ -127,12 +134,18 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if o.scaleFrom != "" {
 		return rescale(o, out)
 	}
+	if o.mhc.On {
+		return runMHC(ctx, o, root, out)
+	}
 	bins, err := buildPeers(ctx, root, o)
 	if err != nil {
 		return err
 	}
 	if len(o.scaleRun.Sizes) > 0 {
 		return runScale(ctx, o, bins, root, out)
+	}
+	if o.rotation.On {
+		return runRotation(ctx, o, bins, root, out)
 	}
 	start := time.Now()
 	fmt.Fprintf(os.Stderr, "bench-peers: starting %d apiservers, %d Clusters × %d objects\n", 1+o.apiservers, o.cfg.Clusters, o.cfg.Objects)

@@ -30,6 +30,17 @@ type figures struct {
 	HeapBytes            int64            `json:"heap_bytes,omitempty"`
 	IdleRequests         uint64           `json:"idle_requests,omitempty"`
 	Timings              map[string]dist  `json:"timings,omitempty"`
+	Availability         *availability    `json:"availability,omitempty"`
+}
+
+// availability is workload.Availability: when each cluster was reported
+// not connected and when reconciles failed or requeued (Unix ms).
+type availability struct {
+	SampleMs             int64                 `json:"sample_ms"`
+	FirstConnectedUnixMs map[string]int64      `json:"first_connected_unix_ms"`
+	NotConnected         map[string][][2]int64 `json:"not_connected_unix_ms,omitempty"`
+	Failed               map[string][]int64    `json:"failed_unix_ms,omitempty"`
+	Requeued             map[string][]int64    `json:"requeued_unix_ms,omitempty"`
 }
 
 // dist is one timing's summary (workload.Dist), in milliseconds.

@@ -61,6 +61,10 @@ type Figures struct {
 	// Timings, if the peer records them (-timings): distributions of the
 	// phases of successful reconciles and of client-go's requests.
 	Timings map[string]Dist `json:"timings,omitempty"`
+
+	// Availability, with -sample-connected: when each cluster was reported
+	// not connected, and when reconciles failed or requeued.
+	Availability *Availability `json:"availability,omitempty"`
 }
 
 // Point is one bucket of the time series.

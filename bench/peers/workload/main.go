@@ -98,6 +98,7 @@ func Run(ctx context.Context, p Peer, plan Plan, out io.Writer) error {
 		return fmt.Errorf("setting up %s: %w", p.Name, err)
 	}
 	rec := NewRecorder(plan)
+	sampled := startSampler(runCtx, plan, strategy, rec)
 	labelled := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[ClusterNameLabel] != "" })
 	b := ctrl.NewControllerManagedBy(mgr).Named("workload").
 		For(&corev1.ConfigMap{}, builder.WithPredicates(labelled)).
@@ -116,6 +117,7 @@ func Run(ctx context.Context, p Peer, plan Plan, out io.Writer) error {
 		return err
 	}
 	f := rec.Figures()
+	f.Availability = sampled.stop()
 	f.Strategy, f.Version = p.Name, p.Version
 	f.Timings = plan.Timings.Dists()
 	measure(plan, requests, &f)

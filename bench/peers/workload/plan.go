@@ -68,6 +68,11 @@ type Plan struct {
 	// Setup, so that the peer may add timings of its own.
 	RecordTimings bool
 	Timings       *Timings
+	// SampleConnected, if positive, makes the run ask the strategy every
+	// SampleConnected whether each cluster is connected and report the
+	// answers and the unsuccessful reconciles (Figures.Availability; the
+	// rotation scenario).
+	SampleConnected time.Duration
 }
 
 // ParsePlan reads a Plan from args (the flags the driver passes).
@@ -88,6 +93,7 @@ func ParsePlan(args []string) (Plan, error) {
 	fs.DurationVar(&p.Idle, "idle", 0, "scale run: stay idle this long once every object reconciled, and report the idle figures")
 	fs.BoolVar(&p.RecordTimings, "timings", false, "record the phases of successful reconciles and client-go's request timings")
 	fs.BoolVar(&p.WatchNodes, "watch-nodes", false, "hold a Node informer in every workload cluster")
+	fs.DurationVar(&p.SampleConnected, "sample-connected", 0, "ask the strategy this often whether each cluster is connected; report when it was not, and when reconciles failed or requeued")
 	if err := fs.Parse(args); err != nil {
 		return Plan{}, err
 	}

@@ -29,6 +29,10 @@ type Strategy struct {
 	// WorkResult, if set, maps an error of the requests made with the
 	// client to what the reconciler returns; unset, the error is returned.
 	WorkResult func(err error) (ctrl.Result, error)
+	// Connected, if set, reports whether the strategy holds a connected
+	// client of the cluster now (without dialing); -sample-connected asks
+	// it.
+	Connected func(ctx context.Context, cluster client.ObjectKey) bool
 }
 
 // Reconciler reconciles the objects of the plan: each reconcile reads its

@@ -40,6 +40,7 @@ type Recorder struct {
 	pending   int                  // measured objects without a success
 	allAt     time.Time
 	allDone   chan struct{}
+	observe   func(cluster string, at time.Time, o Outcome) // see Observe
 }
 
 type bucket struct {
@@ -70,6 +71,11 @@ func (r *Recorder) Begin() {
 	r.mu.Unlock()
 }
 
+// Observe makes every later Record call fn with the reconcile's cluster,
+// end and outcome, outside the recorder's lock. Call it before the
+// reconciles start.
+func (r *Recorder) Observe(fn func(cluster string, at time.Time, o Outcome)) { r.observe = fn }
+
 // AllDone is closed once every measured object reconciled successfully.
 func (r *Recorder) AllDone() <-chan struct{} { return r.allDone }
 
@@ -78,6 +84,9 @@ func (r *Recorder) AllDone() <-chan struct{} { return r.allDone }
 // with outcome.
 func (r *Recorder) Record(cluster, object string, start time.Time, blocked time.Duration, outcome Outcome) {
 	now := time.Now()
+	if r.observe != nil {
+		defer r.observe(cluster, now, outcome) // runs after the Unlock below
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	d := now.Sub(start)

@@ -1,0 +1,241 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/clusterpool/clusterpool/internal/faultproxy"
+)
+
+// mhcOptions are the flags of the -mhc run (make bench-mhc): Cluster API
+// v1.14.2's MachineHealthCheck reconciler (bench/peers/capi) on the stock
+// ClusterCache and on clusterpool's drop-in, on one fleet.
+type mhcOptions struct {
+	On       bool
+	Machines int           // Machines (and Nodes) per Cluster
+	Duration time.Duration // each run's length
+	Flapping float64       // fraction of flapping clusters, beside -fraction dead ones
+	Period   time.Duration // flapping clusters' up and down period
+	Caches   []string      // runs, in order: stock or adapter each
+	From     string        // -mhc-from: a -json file to print again, no run
+	Gates    string        // the peer's -feature-gates
+}
+
+// mhcFlags defines the -mhc run's flags on fs, into o.
+func mhcFlags(fs *flag.FlagSet, o *mhcOptions) {
+	fs.BoolVar(&o.On, "mhc", false, "run Cluster API v1.14.2's MachineHealthCheck reconciler (bench/peers/capi) on the stock ClusterCache and on clusterpool's drop-in (make bench-mhc); -fraction of the clusters are dead")
+	fs.IntVar(&o.Machines, "mhc-machines", 5, "mhc run: Machines (and Nodes) per Cluster")
+	fs.DurationVar(&o.Duration, "mhc-duration", 90*time.Second, "mhc run: length of each run")
+	fs.Float64Var(&o.Flapping, "mhc-flapping", 0.1, "mhc run: fraction of flapping clusters (beside the -fraction dead ones)")
+	fs.DurationVar(&o.Period, "mhc-flap-period", 30*time.Second, "mhc run: flapping clusters' up and down period")
+	fs.StringVar(&o.Gates, "mhc-feature-gates", "", "mhc run: Cluster API feature gates of the peer (e.g. ReconcilerRateLimiting=false)")
+	fs.Func("mhc-from", "run nothing: print the -json file of an mhc run again", func(v string) error {
+		o.On, o.From = true, v
+		return nil
+	})
+	fs.Func("mhc-caches", "mhc run: ClusterCaches to run, in order (default stock,adapter,adapter,stock: each order once)", func(v string) error {
+		o.Caches = strings.Split(v, ",")
+		for _, c := range o.Caches {
+			if c != "stock" && c != "adapter" {
+				return fmt.Errorf("unknown cache %q (stock, adapter)", c)
+			}
+		}
+		return nil
+	})
+}
+
+// mhcLayout lays the run out on m clusters: a seeded dead fraction held
+// from the start, a flapping fraction switching every period (up first,
+// for a random part of it), the rest healthy.
+func mhcLayout(m int, seed uint64, dead, flapping float64, period, d time.Duration) layout {
+	sc := scenario{Role: "flapping", Fraction: dead + flapping, FlapPeriod: period, Duration: d}
+	l := sc.lay(m, seed)
+	toDead := int(dead*float64(m) + 0.5)
+	for c := range l.Roles {
+		if toDead == 0 {
+			break
+		}
+		if l.Roles[c] == "flapping" {
+			l.Roles[c], l.Initial[c] = "dead", faultproxy.Hold
+			l.Events = slices.DeleteFunc(l.Events, func(e event) bool { return e.Cluster == c })
+			toDead--
+		}
+	}
+	return l
+}
+
+// mhcResult is one run of the peer with one cache.
+type mhcResult struct {
+	Cache   string     `json:"cache"`
+	Figures mhcFigures `json:"figures"`
+	// Roles are the clusters' roles; Machines per cluster.
+	Roles    map[string]string `json:"roles"`
+	Machines int               `json:"machines_per_cluster"`
+	// Checked: seconds from the peer's start to each Machine's first
+	// HealthCheckSucceeded=True; Healthy: to each Cluster's
+	// MachineHealthCheck's first currentHealthy = expectedMachines = all.
+	Checked map[string]float64 `json:"checked_s"`
+	Healthy map[string]float64 `json:"mhc_healthy_s"`
+	// Dials are the connections each role's proxies accepted in the run.
+	Dials map[string]uint64 `json:"dials"`
+}
+
+// mhcFigures is bench/peers/capi's JSON (its figures type;
+// TestMHCProtocolMatchesPeer checks the names).
+type mhcFigures struct {
+	Cache           string         `json:"cache"`
+	Version         string         `json:"version"`
+	StartUnixMs     int64          `json:"start_unix_ms"`
+	Seconds         float64        `json:"run_s"`
+	ReconcileErrors int            `json:"reconcile_errors"`
+	ErrorKinds      map[string]int `json:"error_kinds"`
+	ErrorsByMHC     map[string]int `json:"errors_by_mhc"`
+	OtherErrors     map[string]int `json:"other_errors,omitempty"`
+	Reconciles      map[string]int `json:"reconciles"`
+	RSSBytes        int64          `json:"rss_bytes"`
+	PeakRSSBytes    int64          `json:"peak_rss_bytes"`
+	Goroutines      int            `json:"goroutines"`
+}
+
+// mhcReport is the -json output of an -mhc run.
+type mhcReport struct {
+	Date       string        `json:"date"`
+	Machine    string        `json:"machine"`
+	Clusters   int           `json:"clusters"`
+	APIServers int           `json:"workload_apiservers"`
+	Seed       uint64        `json:"seed"`
+	Dead       float64       `json:"dead_fraction"`
+	Flapping   float64       `json:"flapping_fraction"`
+	Period     time.Duration `json:"flap_period_ns"`
+	Duration   time.Duration `json:"run_ns"`
+	Gates      string        `json:"feature_gates,omitempty"`
+	Wall       float64       `json:"wall_s"`
+	Results    []mhcResult   `json:"results"`
+}
+
+// runMHC is the -mhc run: one fleet (no workload objects; Machines,
+// Nodes and a MachineHealthCheck per Cluster instead), the capi peer run
+// once per cache with the same layout, one table.
+func runMHC(ctx context.Context, o options, root string, out io.Writer) error {
+	mo := o.mhc
+	if mo.From != "" {
+		var rep mhcReport
+		if err := readJSON(mo.From, &rep); err != nil {
+			return err
+		}
+		return writeMHC(out, rep)
+	}
+	if len(mo.Caches) == 0 {
+		mo.Caches = []string{"stock", "adapter", "adapter", "stock"}
+	}
+	bin, err := buildPeer(ctx, root, "capi")
+	if err != nil {
+		return err
+	}
+	capiDir, err := moduleDir(ctx, capiModule)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	fmt.Fprintf(os.Stderr, "bench-mhc: starting %d apiservers, %d Clusters × %d Machines\n", 1+o.apiservers, o.cfg.Clusters, mo.Machines)
+	f, err := startFleet(ctx, root, o.cfg.Clusters, o.apiservers, 0)
+	if err != nil {
+		return err
+	}
+	defer f.stop()
+	if err := mhcObjects(ctx, f, capiDir, mo.Machines); err != nil {
+		return err
+	}
+	watcher, err := client.NewWithWatch(f.envs[0].Config, client.Options{})
+	if err != nil {
+		return err
+	}
+	l := mhcLayout(o.cfg.Clusters, o.cfg.Seed, o.t.Fraction, mo.Flapping, mo.Period, mo.Duration)
+	rep := mhcReport{Date: start.UTC().Format(time.RFC3339), Machine: machine(), Clusters: o.cfg.Clusters, APIServers: o.apiservers,
+		Seed: o.cfg.Seed, Dead: o.t.Fraction, Flapping: mo.Flapping, Period: mo.Period, Duration: mo.Duration, Gates: mo.Gates}
+	for i, cache := range mo.Caches {
+		fmt.Fprintf(os.Stderr, "bench-mhc: MachineHealthCheck on the %s ClusterCache (%s)\n", cache, mo.Duration)
+		res, err := runMHCPeer(ctx, f, watcher, bin, cache, fmt.Sprintf("run%d", i), l, mo)
+		if err != nil {
+			return err
+		}
+		rep.Results = append(rep.Results, res)
+	}
+	rep.Wall = time.Since(start).Seconds()
+	if err := writeMHC(out, rep); err != nil {
+		return err
+	}
+	return writeJSON(o.jsonOut, rep)
+}
+
+// runMHCPeer resets the checks, runs the peer with cache on f laid out as
+// l while watching the Machines and MachineHealthChecks, and returns its
+// figures, times and dials.
+func runMHCPeer(ctx context.Context, f *fleet, c client.WithWatch, bin, cache, run string, l layout, mo mhcOptions) (mhcResult, error) {
+	if err := resetChecks(ctx, f, run); err != nil {
+		return mhcResult{}, err
+	}
+	res := mhcResult{Cache: cache, Roles: map[string]string{}, Machines: mo.Machines, Dials: map[string]uint64{}}
+	before := make([]uint64, len(f.Proxies))
+	for i, p := range f.Proxies {
+		p.SetMode(l.Initial[i])
+		before[i] = p.Accepted()
+		res.Roles[f.Names[i]] = l.Roles[i]
+	}
+	pctx, cancel := context.WithTimeout(ctx, mo.Duration+2*time.Minute)
+	defer cancel()
+	args := []string{"-kubeconfig", f.Kubeconfig, "-namespace", namespace, "-cache", cache, "-duration", mo.Duration.String()}
+	if mo.Gates != "" {
+		args = append(args, "-feature-gates", mo.Gates)
+	}
+	cmd := exec.CommandContext(pctx, bin, args...)
+	var stdout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, os.Stderr
+	t0 := time.Now()
+	w := startCheckWatch(ctx, c, t0, mo.Machines, nil)
+	if err := cmd.Start(); err != nil {
+		w.stop()
+		return mhcResult{}, fmt.Errorf("starting capi peer: %w", err)
+	}
+	stop := make(chan struct{})
+	switched := make(chan struct{})
+	go func() { applyEvents(f.Proxies, l.Events, stop); close(switched) }()
+	err := cmd.Wait()
+	close(stop)
+	<-switched
+	times, werr := w.stop()
+	if err != nil {
+		return mhcResult{}, fmt.Errorf("capi peer (%s): %w", cache, err)
+	}
+	if werr != nil {
+		return mhcResult{}, werr
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &res.Figures); err != nil {
+		return mhcResult{}, fmt.Errorf("capi peer (%s): decoding its figures: %w", cache, err)
+	}
+	for i, p := range f.Proxies {
+		res.Dials[l.Roles[i]] += p.Accepted() - before[i]
+	}
+	res.Checked, res.Healthy = seconds(times.Machines), seconds(times.MHCs)
+	return res, nil
+}
+
+// seconds converts a firstSeen to seconds.
+func seconds(s firstSeen) map[string]float64 {
+	out := make(map[string]float64, len(s))
+	for k, d := range s {
+		out[k] = d.Seconds()
+	}
+	return out
+}

@@ -1,0 +1,246 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// capiModule is the Cluster API module whose CRDs the -mhc run installs
+// (the version bench/peers/capi requires).
+const capiModule = "sigs.k8s.io/cluster-api@v1.14.2"
+
+// mhcCRDFiles are the CRDs of the -mhc run beyond the Cluster's, relative to
+// Cluster API's module root.
+var mhcCRDFiles = []string{
+	"core/config/crd/bases/cluster.x-k8s.io_machines.yaml",
+	"core/config/crd/bases/cluster.x-k8s.io_machinehealthchecks.yaml",
+}
+
+// GroupVersionKinds of the objects the -mhc run creates and watches.
+var (
+	machineGVK = schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Machine"}
+	mhcGVK     = schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "MachineHealthCheck"}
+	clusterGVK = schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Cluster"}
+)
+
+// moduleDir returns the directory of mod (path@version) in the module
+// cache, downloading it if needed (as clusterapi/conformance/run.sh does).
+func moduleDir(ctx context.Context, mod string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", mod)
+	cmd.Dir = "/"
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("go mod download %s: %w", mod, err)
+	}
+	var m struct{ Dir string }
+	if err := json.Unmarshal(out.Bytes(), &m); err != nil || m.Dir == "" {
+		return "", fmt.Errorf("go mod download %s: no directory (%v)", mod, err)
+	}
+	return m.Dir, nil
+}
+
+// loadV1beta2CRD reads a Cluster API CRD and keeps only its v1beta2
+// version: nothing in the run reads v1beta1, and without a conversion
+// webhook the two would not convert.
+func loadV1beta2CRD(path string) (*unstructured.Unstructured, error) {
+	crd, err := readYAML(path)
+	if err != nil {
+		return nil, err
+	}
+	versions, _, err := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	for _, v := range versions {
+		if m, ok := v.(map[string]any); ok && m["name"] == "v1beta2" {
+			m["storage"], m["served"] = true, true
+			return crd, unstructured.SetNestedSlice(crd.Object, []any{m}, "spec", "versions")
+		}
+	}
+	return nil, fmt.Errorf("%s: no v1beta2 version", path)
+}
+
+// mhcObjects creates what the MachineHealthCheck reconciler checks, on a
+// fleet without objects: the Machine and MachineHealthCheck CRDs, the
+// InfrastructureReady condition on every Cluster (the reconciler evaluates
+// a Machine only then), and per Cluster `machines` Nodes in its workload
+// apiserver and as many Machines (label cluster.x-k8s.io/cluster-name,
+// spec.providerID and status.nodeRef naming the Node).
+func mhcObjects(ctx context.Context, f *fleet, capiDir string, machines int) error {
+	for _, file := range mhcCRDFiles {
+		crd, err := loadV1beta2CRD(filepath.Join(capiDir, file))
+		if err != nil {
+			return err
+		}
+		if err := installCRD(ctx, f.mgmt, crd); err != nil {
+			return err
+		}
+	}
+	workload := make([]client.Client, len(f.Workload))
+	for i, cfg := range f.Workload {
+		c, err := client.New(cfg, client.Options{})
+		if err != nil {
+			return fmt.Errorf("workload client: %w", err)
+		}
+		workload[i] = c
+	}
+	return forEachCluster(f, func(i int, name string) error {
+		if err := markInfrastructureReady(ctx, f.mgmt, name); err != nil {
+			return err
+		}
+		for j := range machines {
+			if err := createNode(ctx, workload[i%len(workload)], name, j); err != nil {
+				return err
+			}
+			if err := createMachine(ctx, f.mgmt, name, j); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// forEachCluster runs fn for every cluster of f, growWorkers at once.
+func forEachCluster(f *fleet, fn func(i int, name string) error) error {
+	errs := make(chan error, len(f.Names))
+	sem := make(chan struct{}, growWorkers)
+	for i, name := range f.Names {
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem }()
+			errs <- fn(i, name)
+		}()
+	}
+	var first error
+	for range f.Names {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// nodeName and machineName name cluster's j-th Node and Machine.
+func nodeName(cluster string, j int) string    { return fmt.Sprintf("%s-node-%d", cluster, j) }
+func machineName(cluster string, j int) string { return fmt.Sprintf("%s-machine-%d", cluster, j) }
+func providerID(cluster string, j int) string  { return fmt.Sprintf("bench:///%s/%d", cluster, j) }
+
+// markInfrastructureReady adds the v1beta2 InfrastructureReady condition
+// to the Cluster's status (startFleet sets ControlPlaneInitialized).
+func markInfrastructureReady(ctx context.Context, c client.Client, name string) error {
+	cluster := &unstructured.Unstructured{}
+	cluster.SetGroupVersionKind(clusterGVK)
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, cluster); err != nil {
+		return fmt.Errorf("getting Cluster %s: %w", name, err)
+	}
+	conds, _, _ := unstructured.NestedSlice(cluster.Object, "status", "conditions")
+	conds = append(conds, map[string]any{"type": "InfrastructureReady", "status": "True",
+		"lastTransitionTime": time.Now().UTC().Format(time.RFC3339), "reason": "Ready", "message": ""})
+	if err := unstructured.SetNestedSlice(cluster.Object, conds, "status", "conditions"); err != nil {
+		return err
+	}
+	if err := c.Status().Update(ctx, cluster); err != nil {
+		return fmt.Errorf("marking Cluster %s infrastructure ready: %w", name, err)
+	}
+	return nil
+}
+
+// createNode creates cluster's j-th Node, Ready.
+func createNode(ctx context.Context, c client.Client, cluster string, j int) error {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName(cluster, j)},
+		Spec: corev1.NodeSpec{ProviderID: providerID(cluster, j)}}
+	if err := c.Create(ctx, node); err != nil {
+		return fmt.Errorf("creating Node %s: %w", node.Name, err)
+	}
+	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
+		LastTransitionTime: metav1.Now(), Reason: "KubeletReady"}}
+	if err := c.Status().Update(ctx, node); err != nil {
+		return fmt.Errorf("setting Node %s Ready: %w", node.Name, err)
+	}
+	return nil
+}
+
+// createMachine creates cluster's j-th Machine with its Node's reference.
+func createMachine(ctx context.Context, c client.Client, cluster string, j int) error {
+	m := &unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"namespace": namespace, "name": machineName(cluster, j),
+			"labels": map[string]any{clusterNameLabel: cluster}},
+		"spec": map[string]any{
+			"clusterName": cluster,
+			"bootstrap":   map[string]any{"dataSecretName": cluster + "-bootstrap"},
+			"infrastructureRef": map[string]any{"apiGroup": "infrastructure.cluster.x-k8s.io",
+				"kind": "BenchMachine", "name": machineName(cluster, j)},
+			"providerID": providerID(cluster, j),
+		},
+	}}
+	m.SetGroupVersionKind(machineGVK)
+	if err := c.Create(ctx, m); err != nil {
+		return fmt.Errorf("creating Machine %s: %w", m.GetName(), err)
+	}
+	if err := unstructured.SetNestedMap(m.Object, map[string]any{"nodeRef": map[string]any{"name": nodeName(cluster, j)}}, "status"); err != nil {
+		return err
+	}
+	if err := c.Status().Update(ctx, m); err != nil {
+		return fmt.Errorf("setting Machine %s nodeRef: %w", m.GetName(), err)
+	}
+	return nil
+}
+
+// resetChecks prepares a run: it deletes every MachineHealthCheck, clears
+// the Machines' conditions (what the previous run set) and creates one
+// MachineHealthCheck per Cluster, named for the run, selecting all its
+// Machines.
+func resetChecks(ctx context.Context, f *fleet, run string) error {
+	mhc := &unstructured.Unstructured{}
+	mhc.SetGroupVersionKind(mhcGVK)
+	if err := f.mgmt.DeleteAllOf(ctx, mhc, client.InNamespace(namespace)); err != nil {
+		return fmt.Errorf("deleting MachineHealthChecks: %w", err)
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(machineGVK.GroupVersion().WithKind("MachineList"))
+	if err := f.mgmt.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		return fmt.Errorf("listing Machines: %w", err)
+	}
+	for i := range list.Items {
+		m := &list.Items[i]
+		unstructured.RemoveNestedField(m.Object, "status", "conditions")
+		unstructured.RemoveNestedField(m.Object, "status", "deprecated")
+		if err := f.mgmt.Status().Update(ctx, m); err != nil {
+			return fmt.Errorf("clearing Machine %s: %w", m.GetName(), err)
+		}
+	}
+	return forEachCluster(f, func(_ int, name string) error {
+		return f.mgmt.Create(ctx, mhcObject(name, run))
+	})
+}
+
+// mhcObject is cluster's MachineHealthCheck for run: every Machine of the
+// Cluster, a Node unhealthy after 5 min not Ready (Cluster API's
+// documented example).
+func mhcObject(cluster, run string) *unstructured.Unstructured {
+	cond := func(status string) map[string]any {
+		return map[string]any{"type": "Ready", "status": status, "timeoutSeconds": int64(300)}
+	}
+	m := &unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"namespace": namespace, "name": cluster + "-" + run},
+		"spec": map[string]any{
+			"clusterName": cluster,
+			"selector":    map[string]any{"matchLabels": map[string]any{clusterNameLabel: cluster}},
+			"checks":      map[string]any{"unhealthyNodeConditions": []any{cond("Unknown"), cond("False")}},
+		},
+	}}
+	m.SetGroupVersionKind(mhcGVK)
+	return m
+}

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+)
+
+// auditEvent is the part of an audit.k8s.io/v1 Event the rotation run
+// reads.
+type auditEvent struct {
+	Stage      string `json:"stage"`
+	Verb       string `json:"verb"`
+	RequestURI string `json:"requestURI"`
+	User       struct {
+		Username string `json:"username"`
+	} `json:"user"`
+	ResponseStatus *struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
+	Received time.Time `json:"requestReceivedTimestamp"`
+}
+
+// request is one completed request of a peer as the audit log shows it.
+type request struct {
+	At      time.Time
+	Cluster string // "" for a request that failed authentication
+	Gen     int
+	Kind    requestKind
+	Code    int
+	Path    string // the request URI without its query
+}
+
+// requestKind classifies a request for the rotation's figures.
+type requestKind int
+
+const (
+	// otherRequest: anything but the kinds below.
+	otherRequest requestKind = iota
+	// relist: a LIST, or a watch with sendInitialEvents=true (client-go's
+	// WatchListClient lists through a watch): an informer (re)building its
+	// cache.
+	relist
+	// rewatch: a watch from a resourceVersion, no list.
+	rewatch
+)
+
+// classify returns the request of ev if it is a completed request of peer
+// (by its identities' names), or one that failed authentication (401: the
+// apiserver logs those at ResponseStarted, without a user), and false for
+// anything else.
+func classify(ev auditEvent, peer string) (request, bool) {
+	r := request{At: ev.Received, Path: uriPath(ev.RequestURI)}
+	if ev.ResponseStatus != nil {
+		r.Code = ev.ResponseStatus.Code
+	}
+	id, ok := parseUsername(ev.User.Username)
+	switch {
+	case ok && id.Peer == peer && ev.Stage == "ResponseComplete":
+		r.Cluster, r.Gen = id.Cluster, id.Gen
+	case ev.User.Username == "" && r.Code == 401 && ev.Stage == "ResponseStarted":
+	default:
+		return request{}, false
+	}
+	switch {
+	case ev.Verb == "list", ev.Verb == "watch" && strings.Contains(ev.RequestURI, "sendInitialEvents=true"):
+		r.Kind = relist
+	case ev.Verb == "watch":
+		r.Kind = rewatch
+	}
+	return r, true
+}
+
+// auditLog is one apiserver's audit log file; reads start where the last
+// read (or mark) ended.
+type auditLog struct {
+	file   string
+	offset int64
+}
+
+// mark skips everything written so far.
+func (l *auditLog) mark() error {
+	st, err := os.Stat(l.file)
+	if os.IsNotExist(err) {
+		l.offset = 0
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	l.offset = st.Size()
+	return nil
+}
+
+// read returns peer's requests written since the mark, and moves it.
+func (l *auditLog) read(peer string) ([]request, error) {
+	f, err := os.Open(l.file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(l.offset, io.SeekStart); err != nil {
+		return nil, err
+	}
+	var out []request
+	r := bufio.NewReaderSize(f, 1<<20)
+	for {
+		line, err := r.ReadBytes('\n')
+		if err == io.EOF {
+			break // a partial last line is read next time
+		}
+		if err != nil {
+			return nil, err
+		}
+		l.offset += int64(len(line))
+		var ev auditEvent
+		if err := json.Unmarshal(line, &ev); err != nil {
+			return nil, fmt.Errorf("%s: %w", l.file, err)
+		}
+		if req, ok := classify(ev, peer); ok {
+			out = append(out, req)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,145 @@
+package workload
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Availability is what a run with -sample-connected records besides its
+// figures, for the driver's rotation scenario: when the strategy reported
+// each cluster not connected, and when each reconcile that did not
+// succeed ended. Times are wall clock, in Unix milliseconds.
+type Availability struct {
+	// SampleMs is the period at which every cluster's Strategy.Connected
+	// was asked.
+	SampleMs int64 `json:"sample_ms"`
+	// FirstConnectedUnixMs: per cluster, the first sample that found it
+	// connected (missing: never).
+	FirstConnectedUnixMs map[string]int64 `json:"first_connected_unix_ms"`
+	// NotConnected: per cluster, from its first connected sample on, the
+	// intervals [from, to) from the first sample that found it not
+	// connected to the first that found it connected again (an interval
+	// still open at the end ends at the last sample). Each bound is within
+	// SampleMs of the change.
+	NotConnected map[string][][2]int64 `json:"not_connected_unix_ms,omitempty"`
+	// Failed and Requeued: per cluster, when each reconcile of its
+	// objects that returned an error, or RequeueAfter without success,
+	// ended.
+	Failed   map[string][]int64 `json:"failed_unix_ms,omitempty"`
+	Requeued map[string][]int64 `json:"requeued_unix_ms,omitempty"`
+}
+
+// sampler asks Strategy.Connected about every cluster of a plan every
+// period and records the answers and the unsuccessful reconciles as an
+// Availability.
+type sampler struct {
+	connected func(ctx context.Context, cluster client.ObjectKey) bool
+	keys      []client.ObjectKey
+	period    time.Duration
+	cancel    context.CancelFunc
+	done      chan struct{}
+
+	mu       sync.Mutex
+	a        Availability
+	downFrom map[string]int64 // open not-connected intervals
+}
+
+// startSampler starts sampling if the plan asks for it (SampleConnected)
+// and the strategy can tell (Connected), and makes rec report its
+// unsuccessful reconciles to it; it returns nil otherwise.
+func startSampler(ctx context.Context, plan Plan, s Strategy, rec *Recorder) *sampler {
+	if plan.SampleConnected <= 0 || s.Connected == nil {
+		return nil
+	}
+	sm := &sampler{connected: s.Connected, period: plan.SampleConnected, done: make(chan struct{}),
+		downFrom: map[string]int64{}, a: Availability{SampleMs: plan.SampleConnected.Milliseconds(),
+			FirstConnectedUnixMs: map[string]int64{}, NotConnected: map[string][][2]int64{},
+			Failed: map[string][]int64{}, Requeued: map[string][]int64{}}}
+	for name := range plan.Roles {
+		sm.keys = append(sm.keys, client.ObjectKey{Namespace: plan.Namespace, Name: name})
+	}
+	slices.SortFunc(sm.keys, func(a, b client.ObjectKey) int { return strings.Compare(a.Name, b.Name) })
+	rec.Observe(sm.outcome)
+	ctx, sm.cancel = context.WithCancel(ctx)
+	go sm.run(ctx)
+	return sm
+}
+
+func (sm *sampler) run(ctx context.Context) {
+	defer close(sm.done)
+	t := time.NewTicker(sm.period)
+	defer t.Stop()
+	for {
+		sm.sample(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// sample asks about every cluster once.
+func (sm *sampler) sample(ctx context.Context) {
+	for _, k := range sm.keys {
+		up := sm.connected(ctx, k)
+		now := time.Now().UnixMilli()
+		sm.mu.Lock()
+		sm.record(k.Name, up, now)
+		sm.mu.Unlock()
+	}
+}
+
+// record adds one answer about cluster at now; sm.mu is held.
+func (sm *sampler) record(cluster string, up bool, now int64) {
+	if _, seen := sm.a.FirstConnectedUnixMs[cluster]; !seen {
+		if up {
+			sm.a.FirstConnectedUnixMs[cluster] = now
+		}
+		return
+	}
+	from, down := sm.downFrom[cluster]
+	switch {
+	case !up && !down:
+		sm.downFrom[cluster] = now
+	case up && down:
+		sm.a.NotConnected[cluster] = append(sm.a.NotConnected[cluster], [2]int64{from, now})
+		delete(sm.downFrom, cluster)
+	}
+}
+
+// outcome is the Recorder's observer.
+func (sm *sampler) outcome(cluster string, at time.Time, o Outcome) {
+	sm.mu.Lock()
+	defer sm.mu.Unlock()
+	switch o {
+	case Failed:
+		sm.a.Failed[cluster] = append(sm.a.Failed[cluster], at.UnixMilli())
+	case Requeued:
+		sm.a.Requeued[cluster] = append(sm.a.Requeued[cluster], at.UnixMilli())
+	}
+}
+
+// stop ends the sampling and returns what it recorded (nil for a nil
+// sampler); open intervals end now.
+func (sm *sampler) stop() *Availability {
+	if sm == nil {
+		return nil
+	}
+	sm.cancel()
+	<-sm.done
+	sm.mu.Lock()
+	defer sm.mu.Unlock()
+	now := time.Now().UnixMilli()
+	for cluster, from := range sm.downFrom {
+		sm.a.NotConnected[cluster] = append(sm.a.NotConnected[cluster], [2]int64{from, now})
+	}
+	sm.downFrom = map[string]int64{}
+	a := sm.a
+	return &a
+}
