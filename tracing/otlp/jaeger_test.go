@@ -19,8 +19,8 @@ type jaeger struct {
 	cmd        *exec.Cmd
 	done       chan struct{} // closed once the process exited
 	err        error         // cmd.Wait's result, set before done closes
-	query      string // http://127.0.0.1:port of the query API
-	otlpHTTP   string // http://127.0.0.1:port of the OTLP/HTTP receiver
+	query      string        // http://127.0.0.1:port of the query API
+	otlpHTTP   string        // http://127.0.0.1:port of the OTLP/HTTP receiver
 	healthPort string
 }
 
