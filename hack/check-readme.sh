@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# check-readme.sh: fails unless the Go quick starts of README.md compile.
+# check-readme.sh: fails unless README.md has at most 250 lines (a newcomer
+# reads it in ten minutes; the long form is in docs/) and its Go quick starts
+# compile.
 #
 # A quick start is the ```go block that follows a line
 # `<!-- quickstart:NAME -->` (NAME: letters, digits, - and _). Each is a whole
@@ -21,6 +23,12 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 readme=README.md
 out=bin/readme
+
+lines=$(wc -l < "$readme")
+if [ "$lines" -gt 250 ]; then
+  echo "check-readme: $readme has $lines lines; at most 250 (move the long form to docs/)" >&2
+  exit 1
+fi
 
 rm -rf "$out"
 trap 'rm -rf "$root/$out"' EXIT
