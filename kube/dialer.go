@@ -8,12 +8,12 @@ import (
 	"net/http"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/connrotation"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/clusterpool/clusterpool/internal/opt"
 	"github.com/clusterpool/clusterpool/internal/reqguard"
@@ -28,6 +28,8 @@ type Dialer struct {
 	opts    DialerOptions
 	pool    poolRef
 	metrics *reqguard.Metrics
+	// mappers holds the mappings the clusters' default RESTMappers share.
+	mappers *mapperTable
 	// inCluster identifies this controller's Pod (InCluster); nil: never
 	// switch to the in-cluster endpoint.
 	inCluster *inClusterPod
@@ -49,7 +51,7 @@ func NewDialer(src ConfigSource, opts DialerOptions) (*Dialer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kube: request metrics: %w", err)
 	}
-	d := &Dialer{src: src, opts: opts, metrics: metrics}
+	d := &Dialer{src: src, opts: opts, metrics: metrics, mappers: newMapperTable()}
 	if opts.InCluster {
 		d.inCluster = podFromEnv(opts.Logger)
 	}
@@ -75,6 +77,9 @@ func (d *Dialer) Dial(ctx context.Context, key client.ObjectKey) (*Cluster, erro
 		cfg.UserAgent = d.opts.UserAgent
 	} else if cfg.UserAgent == "" { // else Go's "Go-http-client/2.0"
 		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
+	if !cfg.DisableCompression { // see watchGzip
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &watchGzip{next: rt} })
 	}
 	var g *reqguard.Guard
 	if !d.opts.Requests.Disable {
@@ -151,7 +156,7 @@ func (d *Dialer) build(ctx context.Context, key client.ObjectKey, cfg *rest.Conf
 	if hc, err = d.inClusterSwitch(ctx, key, cfg, hc, conns, rot); err != nil {
 		return nil, err
 	}
-	mapper, err := apiutil.NewDynamicRESTMapper(cfg, hc)
+	mapper, err := d.mapper(cfg, hc)
 	if err != nil {
 		return nil, fmt.Errorf("kube: REST mapper for cluster %s: %w", key, redactURL(err))
 	}
@@ -179,6 +184,15 @@ func (d *Dialer) build(ctx context.Context, key client.ObjectKey, cfg *rest.Conf
 	}
 	return &Cluster{Key: key, Client: withReadTimeout(cached, key, d.opts.ReadTimeout), Uncached: uncached,
 		Cache: ca, config: cfg, httpClient: hc, conns: conns, done: make(chan struct{})}, nil
+}
+
+// mapper returns the RESTMapper of the cluster cfg and hc reach (see
+// DialerOptions.MapperProvider).
+func (d *Dialer) mapper(cfg *rest.Config, hc *http.Client) (meta.RESTMapper, error) {
+	if d.opts.MapperProvider != nil {
+		return d.opts.MapperProvider(cfg, hc)
+	}
+	return d.mappers.newDiscoveryMapper(cfg, hc), nil
 }
 
 // reach returns cfg's HTTP client once the cluster answers /readyz.

@@ -3,13 +3,16 @@ package kube
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"reflect"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -108,6 +111,26 @@ type DialerOptions struct {
 	// the cluster holds that Pod with that UID. Without these variables it
 	// does nothing. See incluster.go.
 	InCluster bool
+	// MapperProvider builds each cluster's RESTMapper, for its clients and
+	// its cache (as controller-runtime's cluster.Options.MapperProvider
+	// does); it is called once per dial, with the dial's config and HTTP
+	// client. apiutil.NewDynamicRESTMapper gives each cluster a
+	// controller-runtime dynamic RESTMapper of its own, which holds the
+	// cluster's whole discovery.
+	//
+	// nil means a mapper that reads the cluster's discovery when it is
+	// first used and again when a lookup finds no match (a CRD installed
+	// since), as the dynamic RESTMapper does, but holds no mapping of its
+	// own: clusters whose discoveries map the same (the same groups,
+	// versions, and resources with the same kinds, names and scopes, as
+	// clusters of one Kubernetes version with the same CRDs report) share
+	// one mapping per Dialer, built once; a cluster whose discovery differs
+	// in any of these gets its own mapping. After a lookup finds no match
+	// it reads the whole discovery again (GET /api and /apis), where the
+	// dynamic RESTMapper may read only the group version asked for. A
+	// server without aggregated discovery gets a dynamic RESTMapper of its
+	// own.
+	MapperProvider func(cfg *rest.Config, httpClient *http.Client) (meta.RESTMapper, error)
 	// Cache is passed to cache.New (Scheme, Mapper and HTTPClient are set by
 	// the dialer).
 	Cache cache.Options

@@ -106,3 +106,37 @@ func TestIdleMarkerMatchesWorkload(t *testing.T) {
 		t.Fatalf("workload/idle has no %s", want)
 	}
 }
+
+func TestWriteTargets(t *testing.T) {
+	var rs []scaleResult
+	for _, n := range []int{100, 300} {
+		rs = append(rs,
+			scaleResult{Clusters: n, Strategy: "floor", RSSBytes: int64(n) * 200 << 10, ConnectS: 1},
+			scaleResult{Clusters: n, Strategy: "clusterpool", RSSBytes: int64(n) * 230 << 10, IdleCPUPerMin: float64(n) * 2e-3,
+				IdleRequestsPerSec: float64(n) * 0.1, ConnectS: float64(n) / 100},
+			scaleResult{Clusters: n, Strategy: "clustercache", RSSBytes: int64(n) * 800 << 10, IdleCPUPerMin: float64(n) * 4e-3,
+				IdleRequestsPerSec: float64(n) * 0.1, ConnectS: 2})
+	}
+	rep := scaleReport{Options: scaleOptions{Sizes: []int{100, 300}}, Results: rs, Fits: fits(rs)}
+	var out strings.Builder
+	if err := writeScale(&out, rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| RSS per cluster ≤ 1.2× the floor's | 230.0 KiB | 240.0 KiB (floor 200.0 KiB) | yes |",
+		"| RSS per cluster ≤ 0.5× ClusterCache's | 230.0 KiB | 400.0 KiB (clustercache 800.0 KiB) | yes |",
+		"| idle CPU per cluster ≤ ClusterCache's | 2.00 ms/min | 4.00 ms/min (clustercache 4.00 ms/min) | yes |",
+		"| idle requests per cluster ≤ ClusterCache's | 0.1000/s | 0.1000/s (clustercache 0.1000/s) | yes |",
+		"| time to connect all 100 ≤ ClusterCache's | 1.0 s | 2.0 s | yes |",
+		"| time to connect all 300 ≤ ClusterCache's | 3.0 s | 2.0 s | no |",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no row %s in\n%s", want, out.String())
+		}
+	}
+	var none strings.Builder
+	writeTargets(&none, scaleReport{Results: rs[:2], Fits: fits(rs[:2])})
+	if !strings.Contains(none.String(), "1.2× the floor's") || strings.Contains(none.String(), "ClusterCache") {
+		t.Errorf("without ClusterCache: %q, want only the floor's target", none.String())
+	}
+}

@@ -100,8 +100,8 @@ func strategiesOf(results []scaleResult) []string {
 	return out
 }
 
-// writeScale prints the measured figures and the per-cluster slopes as
-// markdown tables.
+// writeScale prints the measured figures, the per-cluster slopes and issue
+// 27's targets as markdown tables.
 func writeScale(w io.Writer, rep scaleReport) error {
 	var b strings.Builder
 	b.WriteString("| clusters | peer | connect all s | RSS MiB | Go heap MiB | goroutines | idle CPU s/min | idle req/s (apiservers' count; client-go's) | TCP conns per cluster (min-max) | dials per cluster |\n")
@@ -132,6 +132,7 @@ func writeScale(w io.Writer, rep scaleReport) error {
 			slopeCell(m["idle_requests_per_s"], 1, "%.3f"), slopeCell(m["connect_s"], 1000, "%.1f"))
 	}
 	b.WriteString("\n")
+	writeTargets(&b, rep)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -1,0 +1,148 @@
+package kube
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+)
+
+// discoveryMapper is a cluster's RESTMapper when DialerOptions has no
+// MapperProvider. Like controller-runtime's dynamic RESTMapper it reads the
+// cluster's discovery on its first lookup and again when a lookup finds no
+// match; unlike it, it does not keep a mapping of its own: it points at the
+// mapping its Dialer's mapperTable holds for that discovery, shared with
+// every cluster that reported the same (see mapperInput). A server without
+// aggregated discovery gets a dynamic RESTMapper of its own instead.
+type discoveryMapper struct {
+	table *mapperTable
+	cfg   *rest.Config
+	hc    *http.Client
+	// mu makes loads one at a time; cur is the mapping in use (nil before
+	// the first lookup).
+	mu  sync.Mutex
+	cur atomic.Pointer[mapping]
+}
+
+var _ meta.RESTMapper = (*discoveryMapper)(nil)
+
+// newDiscoveryMapper returns the mapper of the cluster cfg and hc reach.
+func (t *mapperTable) newDiscoveryMapper(cfg *rest.Config, hc *http.Client) *discoveryMapper {
+	return &discoveryMapper{table: t, cfg: cfg, hc: hc}
+}
+
+// lookup runs f on m's mapping, reading the cluster's discovery first if m
+// has none, and again if f finds no match in a mapping read earlier (a
+// CRD installed since, or a discovery that failed then).
+func lookup[T any](m *discoveryMapper, f func(meta.RESTMapper) (T, error)) (T, error) {
+	var zero T
+	s := m.cur.Load()
+	fresh := s == nil
+	if fresh {
+		var err error
+		if s, err = m.load(nil); err != nil {
+			return zero, err
+		}
+	}
+	res, err := f(s.RESTMapper)
+	if fresh || s.dynamic || !meta.IsNoMatchError(err) {
+		return res, err
+	}
+	if s, err = m.load(s); err != nil {
+		return zero, err
+	}
+	return f(s.RESTMapper)
+}
+
+// load reads the cluster's discovery and makes its mapping m's, unless
+// another lookup replaced seen (the mapping the caller used) meanwhile:
+// then it returns that one.
+func (m *discoveryMapper) load(seen *mapping) (*mapping, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s := m.cur.Load(); s != seen {
+		return s, nil
+	}
+	s, err := m.discover()
+	if err != nil {
+		return nil, err
+	}
+	m.cur.Store(s)
+	return s, nil
+}
+
+// discover reads the cluster's discovery (GET /api and /apis, aggregated)
+// and returns its mapping: the Dialer's for that discovery, or, if the
+// server answered without resources (no aggregated discovery), a dynamic
+// RESTMapper of the cluster's own.
+func (m *discoveryMapper) discover() (*mapping, error) {
+	dc, err := discovery.NewDiscoveryClientForConfigAndClient(m.cfg, m.hc)
+	if err != nil {
+		return nil, err
+	}
+	groups, resources, _, err := dc.GroupsAndMaybeResources()
+	if err != nil {
+		return nil, fmt.Errorf("failed to get server groups: %w", err)
+	}
+	if len(groups.Groups) == 0 {
+		return nil, errors.New("received an empty API groups list")
+	}
+	if len(resources) == 0 {
+		dm, err := apiutil.NewDynamicRESTMapper(m.cfg, m.hc)
+		if err != nil {
+			return nil, err
+		}
+		return &mapping{RESTMapper: dm, dynamic: true}, nil
+	}
+	return m.table.intern(mapperInput(groups, resources)), nil
+}
+
+// KindFor implements meta.RESTMapper.
+func (m *discoveryMapper) KindFor(r schema.GroupVersionResource) (schema.GroupVersionKind, error) {
+	return lookup(m, func(rm meta.RESTMapper) (schema.GroupVersionKind, error) { return rm.KindFor(r) })
+}
+
+// KindsFor implements meta.RESTMapper.
+func (m *discoveryMapper) KindsFor(r schema.GroupVersionResource) ([]schema.GroupVersionKind, error) {
+	return lookup(m, func(rm meta.RESTMapper) ([]schema.GroupVersionKind, error) { return rm.KindsFor(r) })
+}
+
+// ResourceFor implements meta.RESTMapper.
+func (m *discoveryMapper) ResourceFor(r schema.GroupVersionResource) (schema.GroupVersionResource, error) {
+	return lookup(m, func(rm meta.RESTMapper) (schema.GroupVersionResource, error) { return rm.ResourceFor(r) })
+}
+
+// ResourcesFor implements meta.RESTMapper.
+func (m *discoveryMapper) ResourcesFor(r schema.GroupVersionResource) ([]schema.GroupVersionResource, error) {
+	return lookup(m, func(rm meta.RESTMapper) ([]schema.GroupVersionResource, error) { return rm.ResourcesFor(r) })
+}
+
+// RESTMapping implements meta.RESTMapper.
+func (m *discoveryMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	return lookup(m, func(rm meta.RESTMapper) (*meta.RESTMapping, error) { return rm.RESTMapping(gk, versions...) })
+}
+
+// RESTMappings implements meta.RESTMapper.
+func (m *discoveryMapper) RESTMappings(gk schema.GroupKind, versions ...string) ([]*meta.RESTMapping, error) {
+	return lookup(m, func(rm meta.RESTMapper) ([]*meta.RESTMapping, error) { return rm.RESTMappings(gk, versions...) })
+}
+
+// ResourceSingularizer implements meta.RESTMapper; like the dynamic
+// RESTMapper's, it reads no discovery again.
+func (m *discoveryMapper) ResourceSingularizer(resource string) (string, error) {
+	s := m.cur.Load()
+	if s == nil {
+		var err error
+		if s, err = m.load(nil); err != nil {
+			return "", err
+		}
+	}
+	return s.ResourceSingularizer(resource)
+}

@@ -1,0 +1,164 @@
+package kube
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"hash"
+	"io"
+	"runtime"
+	"strings"
+	"sync"
+	"weak"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/restmapper"
+)
+
+// mapping is a RESTMapper a discoveryMapper uses: a read-only mapping built
+// from one discovery, which clusters share, or (dynamic) a cluster's own
+// controller-runtime dynamic RESTMapper, which refreshes itself.
+type mapping struct {
+	meta.RESTMapper
+	dynamic bool
+}
+
+// digest identifies a discovery by the SHA-256 of its mapperInput.
+type digest [sha256.Size]byte
+
+// mapperTable holds a Dialer's shared mappings by digest, weakly: a mapping
+// lives while a cluster's discoveryMapper points at it, and leaves the
+// table once the garbage collector has freed it.
+type mapperTable struct {
+	mu sync.Mutex
+	m  map[digest]weak.Pointer[mapping]
+}
+
+func newMapperTable() *mapperTable {
+	return &mapperTable{m: map[digest]weak.Pointer[mapping]{}}
+}
+
+// intern returns the table's mapping of groups (a mapperInput), building
+// it if the table has none.
+func (t *mapperTable) intern(groups []*restmapper.APIGroupResources) *mapping {
+	d := digestOf(groups)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s := t.m[d].Value(); s != nil {
+		return s
+	}
+	s := &mapping{RESTMapper: restmapper.NewDiscoveryRESTMapper(groups)}
+	t.m[d] = weak.Make(s)
+	runtime.AddCleanup(s, t.forget, d)
+	return s
+}
+
+// forget drops d's entry once its mapping is freed (unless a new one took
+// its place meanwhile).
+func (t *mapperTable) forget(d digest) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m[d].Value() == nil {
+		delete(t.m, d)
+	}
+}
+
+// len is the number of entries (freed mappings may still count until the
+// cleanup that forgets them has run).
+func (t *mapperTable) len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.m)
+}
+
+// mapperInput returns exactly what restmapper.NewDiscoveryRESTMapper reads
+// of a discovery (groups and resources as GroupsAndMaybeResources returns
+// them), in the server's order: each group's name, preferred version and
+// versions, and each version's resources' name, singular name, kind and
+// scope, subresources left out. Two discoveries with the same mapperInput
+// have the same mapping; anything else in them (verbs, short names,
+// categories, storage version hashes, server addresses) has no part in it.
+func mapperInput(groups *metav1.APIGroupList, resources map[schema.GroupVersion]*metav1.APIResourceList) []*restmapper.APIGroupResources {
+	out := make([]*restmapper.APIGroupResources, 0, len(groups.Groups))
+	for _, g := range groups.Groups {
+		gr := &restmapper.APIGroupResources{
+			Group: metav1.APIGroup{Name: g.Name,
+				PreferredVersion: metav1.GroupVersionForDiscovery{Version: g.PreferredVersion.Version}},
+			VersionedResources: make(map[string][]metav1.APIResource, len(g.Versions)),
+		}
+		for _, v := range g.Versions {
+			gr.Group.Versions = append(gr.Group.Versions, metav1.GroupVersionForDiscovery{Version: v.Version})
+			if list := resources[schema.GroupVersion{Group: g.Name, Version: v.Version}]; list != nil {
+				gr.VersionedResources[v.Version] = mappedResources(list.APIResources)
+			}
+		}
+		out = append(out, gr)
+	}
+	return out
+}
+
+// mappedResources returns the fields of rs that a RESTMapper reads, without
+// subresources (names with a slash).
+func mappedResources(rs []metav1.APIResource) []metav1.APIResource {
+	out := make([]metav1.APIResource, 0, len(rs))
+	for _, r := range rs {
+		if !strings.Contains(r.Name, "/") {
+			out = append(out, metav1.APIResource{Name: r.Name, SingularName: r.SingularName, Kind: r.Kind, Namespaced: r.Namespaced})
+		}
+	}
+	return out
+}
+
+// digestOf hashes every field of groups (a mapperInput), each string and
+// list prefixed with its length so that no two inputs write the same bytes.
+func digestOf(groups []*restmapper.APIGroupResources) digest {
+	w := digestWriter{h: sha256.New()}
+	w.int(len(groups))
+	for _, g := range groups {
+		w.str(g.Group.Name)
+		w.str(g.Group.PreferredVersion.Version)
+		w.int(len(g.Group.Versions))
+		for _, v := range g.Group.Versions {
+			w.str(v.Version)
+			rs, ok := g.VersionedResources[v.Version]
+			if !ok {
+				w.int(-1)
+				continue
+			}
+			w.int(len(rs))
+			for _, r := range rs {
+				w.str(r.Name)
+				w.str(r.SingularName)
+				w.str(r.Kind)
+				w.bool(r.Namespaced)
+			}
+		}
+	}
+	var d digest
+	w.h.Sum(d[:0])
+	return d
+}
+
+// digestWriter writes length-prefixed values to a hash.
+type digestWriter struct {
+	h   hash.Hash
+	buf [binary.MaxVarintLen64]byte
+}
+
+func (w *digestWriter) int(n int) {
+	w.h.Write(binary.AppendVarint(w.buf[:0], int64(n)))
+}
+
+func (w *digestWriter) str(s string) {
+	w.int(len(s))
+	io.WriteString(w.h, s)
+}
+
+func (w *digestWriter) bool(b bool) {
+	if b {
+		w.int(1)
+	} else {
+		w.int(0)
+	}
+}
