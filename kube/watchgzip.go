@@ -44,6 +44,11 @@ func (t *watchGzip) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
+// WrappedRoundTripper lets client-go's CloseIdleConnectionsFor reach the
+// transport below (closeIdle, and the rotation closing the old
+// credentials' connections, depend on it).
+func (t *watchGzip) WrappedRoundTripper() http.RoundTripper { return t.next }
+
 // isWatch reports whether req asks for a watch (?watch=true).
 func isWatch(req *http.Request) bool {
 	if req.Method != http.MethodGet || req.URL == nil {

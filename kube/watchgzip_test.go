@@ -228,3 +228,22 @@ func TestWatchGzipLeavesOthersAlone(t *testing.T) {
 		t.Error("Close")
 	}
 }
+
+// idleCounter is a RoundTripper that counts CloseIdleConnections calls.
+type idleCounter struct {
+	http.RoundTripper
+	closed int
+}
+
+func (c *idleCounter) CloseIdleConnections() { c.closed++ }
+
+// closeIdle sees through watchGzip to the transport below: the request
+// guard's tests and the rotation's closing of the old credentials'
+// connections depend on it.
+func TestWatchGzipPassesCloseIdle(t *testing.T) {
+	below := &idleCounter{}
+	closeIdle(&http.Client{Transport: &guardedTransport{next: &watchGzip{next: below}}})
+	if below.closed != 1 {
+		t.Fatalf("CloseIdleConnections reached the transport below %d times, want 1", below.closed)
+	}
+}
