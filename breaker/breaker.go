@@ -4,8 +4,6 @@ import (
 	"errors"
 	"sync"
 	"time"
-
-	"github.com/sony/gobreaker/v2"
 )
 
 // State is the state of a [Breaker].
@@ -62,52 +60,26 @@ type Snapshot struct {
 	OpenUntil time.Time
 }
 
-// Breaker is a circuit breaker with a growing open period. It is safe for
-// concurrent use. Create it with [New].
+// Breaker is a circuit breaker with a growing open period: a [Machine]
+// behind a mutex, reading the clock. It is safe for concurrent use. Create
+// it with [New].
 type Breaker struct {
-	s Settings // defaults applied
-
-	mu sync.Mutex // guards everything below and every call into cb
-	// state is the breaker's state as last changed; an open breaker whose
-	// period is over reads as half-open (stateLocked).
-	state State
-	// cb counts the failures of the closed state: made on the first one,
-	// dropped when the count is back to zero or the breaker opens.
-	cb *gobreaker.TwoStepCircuitBreaker[struct{}]
-	// gen counts changes of state: a ticket granted before the last one is
-	// stale.
-	gen       uint32
-	opens     uint32        // open periods in a row; 0 while closed
-	probeOut  bool          // half-open: the probe is granted and not reported
-	openFor   time.Duration // length of the last open period; 0 while closed
-	openUntil time.Time     // end of the current open period
+	mu sync.Mutex // guards m; every call into gobreaker is made with it held
+	m  Machine
 }
 
 // New returns a closed Breaker, or an error matching [ErrInvalidSettings]
 // that names the first invalid field.
 func New(s Settings) (*Breaker, error) {
-	if err := s.Validate(); err != nil {
+	m, err := NewMachine(s)
+	if err != nil {
 		return nil, err
 	}
-	return &Breaker{s: s.withDefaults()}, nil
-}
-
-// counter returns the gobreaker that counts the closed state's failures,
-// making it if there is none. Needs b.mu.
-func (b *Breaker) counter() *gobreaker.TwoStepCircuitBreaker[struct{}] {
-	if b.cb == nil {
-		threshold := b.s.ConsecutiveFailures
-		b.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
-			// Runs under gobreaker's mutex inside a call made with b.mu
-			// held; it reads only its own argument.
-			ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= threshold },
-		})
-	}
-	return b.cb
+	return &Breaker{m: *m}, nil
 }
 
 // Settings returns the settings in force, defaults applied.
-func (b *Breaker) Settings() Settings { return b.s }
+func (b *Breaker) Settings() Settings { return b.m.s }
 
 // Allow asks for permission for one request. While closed it always grants
 // it. While open it returns ErrOpen until the open period is over; then it
@@ -118,22 +90,11 @@ func (b *Breaker) Settings() Settings { return b.s }
 func (b *Breaker) Allow() (Ticket, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	now := time.Now()
-	switch {
-	case b.state == StateClosed:
-		return Ticket{b: b, gen: b.gen}, nil
-	case b.probeOut, now.Before(b.openUntil):
-		return Ticket{}, ErrOpen
+	t, err := b.m.Allow(time.Now())
+	if err == nil {
+		t.b = b
 	}
-	t := Ticket{b: b, probe: true}
-	if b.state == StateOpen {
-		b.state = StateHalfOpen
-		b.gen++
-		t.halfOpenAt = now
-	}
-	b.probeOut = true
-	t.gen = b.gen
-	return t, nil
+	return t, err
 }
 
 // Expire ends the current open period now, so that the next Allow is the
@@ -142,37 +103,19 @@ func (b *Breaker) Allow() (Ticket, error) {
 func (b *Breaker) Expire() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if now := time.Now(); b.state == StateOpen && now.Before(b.openUntil) {
-		b.openUntil = now
-	}
+	b.m.Expire(time.Now())
 }
 
 // State returns the current state.
 func (b *Breaker) State() State {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.stateLocked(time.Now())
+	return b.m.State(time.Now())
 }
 
 // Snapshot returns the current state with its counts.
 func (b *Breaker) Snapshot() Snapshot {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := Snapshot{State: b.stateLocked(time.Now()), Opens: b.opens}
-	switch {
-	case s.State == StateOpen:
-		s.OpenUntil = b.openUntil
-	case s.State == StateClosed && b.cb != nil:
-		s.ConsecutiveFailures = b.cb.Counts().ConsecutiveFailures
-	}
-	return s
-}
-
-// stateLocked is the state at now: an open breaker whose period is over is
-// half-open (the next Allow is the probe). Needs b.mu.
-func (b *Breaker) stateLocked(now time.Time) State {
-	if b.state == StateOpen && !now.Before(b.openUntil) {
-		return StateHalfOpen
-	}
-	return b.state
+	return b.m.Snapshot(time.Now())
 }

@@ -400,7 +400,7 @@ func TestGobreakerOnlyWhileCounting(t *testing.T) {
 		counting := func() bool {
 			b.mu.Lock()
 			defer b.mu.Unlock()
-			return b.cb != nil
+			return b.m.cb != nil
 		}
 		record(t, b, Success)
 		if counting() {

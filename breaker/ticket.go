@@ -1,10 +1,6 @@
 package breaker
 
-import (
-	"time"
-
-	"github.com/sony/gobreaker/v2"
-)
+import "time"
 
 // Outcome is a classified result of one request, for [Ticket.Record].
 type Outcome int8
@@ -31,9 +27,10 @@ const (
 // its outcome exactly once, with Done, Record or Discard. The zero Ticket
 // was not granted: reporting its outcome does nothing.
 type Ticket struct {
-	b     *Breaker
-	gen   uint32 // the breaker's gen when granted
-	probe bool
+	b       *Breaker // nil for a Machine's ticket
+	granted bool
+	gen     uint32 // the breaker's gen when granted
+	probe   bool
 	// halfOpenAt is when granting this probe moved the breaker to
 	// half-open; zero otherwise.
 	halfOpenAt time.Time
@@ -41,7 +38,7 @@ type Ticket struct {
 
 // Granted reports whether the ticket was granted by Allow (the zero Ticket
 // was not).
-func (t Ticket) Granted() bool { return t.b != nil }
+func (t Ticket) Granted() bool { return t.granted }
 
 // Probe reports whether the ticket is the half-open probe.
 func (t Ticket) Probe() bool { return t.probe }
@@ -64,7 +61,7 @@ func (t Ticket) Transition() (Transition, bool) {
 // panics, the panic reaches the caller and the ticket is still
 // outstanding.
 func (t Ticket) Done(err error) (Transition, bool) {
-	if !t.Granted() {
+	if t.b == nil {
 		return Transition{}, false
 	}
 	return t.Record(t.b.Classify(err))
@@ -76,7 +73,7 @@ func (b *Breaker) Classify(err error) Outcome {
 	switch {
 	case err == nil:
 		return Success
-	case b.s.IsFailure(err):
+	case b.m.s.IsFailure(err):
 		return Failure
 	}
 	return Ignored
@@ -88,30 +85,12 @@ func (b *Breaker) Classify(err error) Outcome {
 // classifier does not count re-opens the breaker for its next period instead
 // of leaving it half-open for ever.
 func (t Ticket) Record(o Outcome) (Transition, bool) {
-	if !t.Granted() {
+	if t.b == nil {
 		return Transition{}, false
 	}
-	b := t.b
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if t.gen != b.gen {
-		return Transition{}, false // granted before the last change of state
-	}
-	if o == Trip && b.s.DisableTrip {
-		o = Failure
-	}
-	now := time.Now()
-	switch {
-	case t.probe && o == Success:
-		return b.closeLocked(now), true
-	case t.probe, o == Trip:
-		return b.openLocked(now, o == Trip), true
-	case o == Failure:
-		return b.countLocked(now)
-	case o == Success:
-		b.cb = nil // the count is back to zero: no gobreaker until the next failure
-	}
-	return Transition{}, false
+	t.b.mu.Lock()
+	defer t.b.mu.Unlock()
+	return t.b.m.Record(t, o, time.Now())
 }
 
 // Discard gives the ticket back without an outcome: it counts as neither
@@ -119,50 +98,10 @@ func (t Ticket) Record(o Outcome) (Transition, bool) {
 // lets the next Allow be the probe; use it only when the request was
 // abandoned for reasons that are not the far end's (shutdown).
 func (t Ticket) Discard() {
-	if !t.Granted() || !t.probe {
+	if t.b == nil {
 		return
 	}
 	t.b.mu.Lock()
 	defer t.b.mu.Unlock()
-	if t.gen == t.b.gen {
-		t.b.probeOut = false
-	}
-}
-
-// countLocked feeds a failure of the closed state to gobreaker and opens
-// the breaker if gobreaker trips. Needs b.mu.
-func (b *Breaker) countLocked(now time.Time) (Transition, bool) {
-	cb := b.counter() // closed: a gobreaker that trips is dropped at once
-	if done, err := cb.Allow(); err == nil {
-		done(errFailure)
-	}
-	if cb.State() == gobreaker.StateClosed {
-		return Transition{}, false
-	}
-	return b.openLocked(now, false), true
-}
-
-// openLocked opens the breaker for its next period: OpenTimeout·2^(n-1) for
-// the n-th period in a row (jittered, capped), MaxOpenTimeout after a Trip,
-// and never shorter than the period before it until the breaker closes.
-// Needs b.mu.
-func (b *Breaker) openLocked(now time.Time, trip bool) Transition {
-	from := b.state
-	b.opens++
-	base := b.s.OpenTimeout
-	if trip { // no quick retry of a request that hung
-		base = b.s.MaxOpenTimeout
-	}
-	d := max(openPeriod(b.opens, base, b.s.MaxOpenTimeout, b.s.Jitter), b.openFor)
-	b.state, b.cb, b.probeOut, b.gen = StateOpen, nil, false, b.gen+1
-	b.openFor, b.openUntil = d, now.Add(d)
-	return Transition{From: from, To: StateOpen, OpenFor: d, At: now}
-}
-
-// closeLocked closes the breaker after a successful probe. Needs b.mu.
-func (b *Breaker) closeLocked(now time.Time) Transition {
-	from := b.state
-	b.state, b.probeOut, b.gen = StateClosed, false, b.gen+1
-	b.opens, b.openFor, b.openUntil = 0, 0, time.Time{}
-	return Transition{From: from, To: StateClosed, At: now}
+	t.b.m.Discard(t)
 }

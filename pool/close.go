@@ -70,13 +70,8 @@ func (p *Pool[K, C]) Shutdown(ctx context.Context) error {
 
 // sweep passes every cached client to OnClose and empties the map.
 func (p *Pool[K, C]) sweep() {
-	p.entries.Range(func(k, v any) bool {
-		e := v.(*entry[K, C])
-		if c := e.client.Swap(nil); c != nil {
-			p.closeClient(e.key, *c)
-		}
-		p.rec.ClusterRemoved(e.breakerState().String())
-		p.entries.Delete(k)
+	p.entries.Range(func(_, v any) bool {
+		p.step(v.(*entry[K, C]), input[K, C]{kind: inClose})
 		return true
 	})
 }

@@ -6,43 +6,15 @@ import (
 	"fmt"
 	"time"
 
-	"golang.org/x/sync/semaphore"
-
 	"github.com/clusterpool/clusterpool/breaker"
 )
 
-// A dial's life: newCallLocked registers it on its entry, launch starts
-// its span and submits it to the lanes once the entry's lock is released, startLocked runs it on its own goroutine under an enforced
+// A dial's life: a step registers it on its entry (entry.newCall), launch
+// starts its span and submits it to the lanes once the entry's lock is
+// released, startLocked runs it on its own goroutine under an enforced
 // deadline, and finish settles it exactly once — whoever comes first of the
 // dialer returning, the deadline (expire), Remove or Close of a queued dial,
 // or Close giving up on a dialer that ignores its context.
-
-// startDialLocked registers the dial callers of e will join, for the
-// caller to launch (fx) once e.mu is released. The breaker must be closed
-// (e.reject is nil). Needs e.mu.
-func (p *Pool[K, C]) startDialLocked(e *entry[K, C], fx *effects[K, C]) (*call[K, C], error) {
-	ticket, err := e.allowLocked()
-	if err != nil {
-		// Unreachable while reject is nil; kept as a rejection, not a panic.
-		return nil, &Error{Kind: ErrCircuitOpen, Cluster: e.name, Cause: err}
-	}
-	c := p.newCallLocked(e, ticket, false)
-	fx.launch = append(fx.launch, c)
-	return c, nil
-}
-
-// newCallLocked registers a new dial of e as e's joinable call. Its span
-// is started by launch, with no lock held. Needs e.mu.
-func (p *Pool[K, C]) newCallLocked(e *entry[K, C], ticket breaker.Ticket, probe bool) *call[K, C] {
-	if e.ls.sem == nil {
-		e.ls.sem = semaphore.NewWeighted(p.opts.MaxConcurrentDials)
-	}
-	c := &call[K, C]{e: e, done: make(chan struct{}), launched: make(chan struct{}), gen: e.ls.gen, probe: probe, ticket: ticket,
-		sem: e.ls.sem, suspect: probe || e.snapshotLocked().ConsecutiveFailures > 0}
-	e.ls.call = c
-	e.ls.pending++
-	return c
-}
 
 // runDial calls the dialer for c on c's goroutine and settles the result.
 func (p *Pool[K, C]) runDial(c *call[K, C]) {
@@ -94,97 +66,22 @@ func (p *Pool[K, C]) expire(c *call[K, C]) {
 	p.finish(c, result[C]{end: end, err: err, o: o, took: c.e.set.dialTimeout})
 }
 
-// finish settles c with r unless it is settled already; a client the
-// dialer returns after that is passed to OnClose.
+// finish settles c with r unless it is settled already (a client the
+// dialer returns after that is passed to OnClose): it takes c out of the
+// lanes (freeing its slot, starting the next dial) with no entry lock
+// held, then steps c's entry with the dial's end.
 func (p *Pool[K, C]) finish(c *call[K, C], r result[C]) {
 	e := c.e
-	fx := effects[K, C]{name: e.name}
 	e.mu.Lock()
-	if c.settled {
-		e.mu.Unlock()
+	first := !c.settled
+	c.settled = true
+	e.mu.Unlock()
+	if !first {
 		if r.end.dialer() && !isZero(r.client) {
 			p.closeClient(e.key, r.client)
 		}
 		return
 	}
-	p.settleLocked(c, r, time.Now(), &fx)
-	e.mu.Unlock()
-	p.run(e.key, &fx)
-}
-
-// settleLocked is the shell around settle, the one place a dial's outcome
-// is decided: it releases the lane, gathers settle's input (recording the
-// outcome in the breaker when settle's input says so), applies the
-// decision to e, wakes the waiters, reaps a removed entry, and leaves the
-// rest for after the lock in fx. Needs e.mu (it takes lanes.mu and the
-// breaker's lock inside).
-func (p *Pool[K, C]) settleLocked(c *call[K, C], r result[C], now time.Time, fx *effects[K, C]) {
-	e := c.e
-	c.settled = true
 	p.release(c)
-	held := e.client.Load()
-	in := settleIn[C]{result: r, now: now, current: c.gen == e.ls.gen && !e.ls.dead, closed: p.closed.Load(),
-		held: held != nil, rejected: e.reject.Load() != nil, maxWait: e.set.maxWait}
-	if in.records() {
-		in.tr, in.changed = e.recordLocked(c.ticket, r.o)
-	} else {
-		c.ticket.Discard()
-	}
-	out := settle(in)
-	if out.learn {
-		e.ls.lastTook = max(r.took, time.Nanosecond)
-		e.ls.probes.record(r.o, now)
-	}
-	if out.cache {
-		cl := r.client      // a copy: &r.client would keep all of r
-		e.client.Store(&cl) // before applyLocked clears reject
-	} else if out.closeNew {
-		fx.close = append(fx.close, r.client)
-	}
-	if out.apply {
-		p.applyLocked(e, in.tr, c, fx)
-	}
-	if out.connected {
-		p.publishLocked(e, Connected, now)
-	}
-	if out.dialFailed {
-		p.publishLocked(e, DialFailed, now)
-	}
-	c.endLocked(p.answer(e, out, r, held))
-	if e.ls.call == c {
-		e.ls.call = nil
-	}
-	if e.ls.pending--; e.ls.pending == 0 {
-		e.ls.sem = nil // no dial of the key holds or waits for a slot
-	}
-	p.reapLocked(e, fx)
-	if out.observe {
-		fx.sample = max(r.took, time.Nanosecond)
-	}
-	fx.ended = append(fx.ended, ended[K, C]{call: c, res: out.res, took: r.took, err: r.err})
-	fx.cancel = c
-}
-
-// answer turns settle's answer into the waiters' client and error.
-func (p *Pool[K, C]) answer(e *entry[K, C], out settleOut, r result[C], held *C) (C, error) {
-	var zero C
-	switch out.answer {
-	case answerClient:
-		return r.client, nil
-	case answerHeld:
-		return *held, nil
-	case answerClosed:
-		return zero, p.errorf(ErrClosed, e, nil)
-	case answerRemoved:
-		return zero, p.errorf(ErrRemoved, e, nil)
-	case answerRejected:
-		return zero, e.reject.Load()
-	}
-	return zero, &Error{Kind: ErrDialFailed, Cluster: e.name, Cause: r.err, RetryAt: out.retryAt}
-}
-
-// dropLocked settles a call that never started (the pool closed before it
-// was queued, or Remove took it out of the queue). Needs e.mu.
-func (p *Pool[K, C]) dropLocked(c *call[K, C], fx *effects[K, C]) {
-	p.settleLocked(c, result[C]{end: endDropped}, time.Now(), fx)
+	p.step(e, input[K, C]{kind: inDialEnded, call: c, res: r})
 }

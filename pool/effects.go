@@ -8,28 +8,48 @@ import (
 	"github.com/clusterpool/clusterpool/tracing"
 )
 
-// effects is what a change of one entry leaves for after the entry's lock:
-// everything that runs user code (OnClose, the TracerProvider's and
-// MeterProvider's span processors and instruments) or may start a dial.
-// The …Locked functions that change an entry collect into it; the caller
-// releases e.mu and calls run. Events are not effects: they are published
-// under e.mu (publishing runs no user code and never blocks), so that each
-// key's events reach subscribers in the order of its changes.
+// effects is what one step of an entry leaves to do (see core.go). The
+// shell carries out events, wake and forget before it releases the entry's
+// lock: they are the lock-free view of the change (subscribers' queues,
+// waiters' results, the map) and must follow the key's order of changes;
+// none runs user code or blocks. Everything else runs after the lock:
+// whatever runs user code (OnClose, the TracerProvider's and
+// MeterProvider's span processors and instruments), touches the lanes or
+// the timers, or starts a dial.
 type effects[K comparable, C any] struct {
+	// Before the lock is released.
+	events []Event[K]
+	wake   []wake[K, C]
+	forget bool // delete the entry from the map (and update the gauge)
+	// forgot: the entry left the map in this breaker state (for the
+	// cluster gauge, after the lock).
+	forgot breaker.State
+
+	// After it.
 	close []C // clients for OnClose
 	// launch: new dials registered on their entry, to get their span and
 	// be queued in the lanes (or be dropped if the pool closed meanwhile).
 	launch []*call[K, C]
+	// cancel: dials Remove canceled: cancel their context, or take them
+	// out of the queue and settle them as dropped.
+	cancel []*call[K, C]
 	notes  []note[K, C] // breaker transitions for telemetry
 	ended  []ended[K, C]
-	cancel *call[K, C] // a settled call whose context to cancel
+	done   *call[K, C]  // a settled call whose context to cancel
+	probe  *probeTimer // arm (or disarm) the entry's probe timer
 	// sample is a successful dial's duration for the latency estimate; 0
 	// if none.
 	sample time.Duration
-	// forgot: the entry left the map, in that breaker state (for the
-	// cluster gauge).
-	forgot *breaker.State
 	name   string // the entry's formatted key, for notes
+
+	reply reply[K, C] // inMiss: what the Get does
+}
+
+// wake is a call's result for its waiters.
+type wake[K comparable, C any] struct {
+	call   *call[K, C]
+	client C
+	err    error
 }
 
 // note is a breaker transition to record on the span of call (nil: no
@@ -47,15 +67,67 @@ type ended[K comparable, C any] struct {
 	err  error
 }
 
-// run carries out fx for key with no pool lock held: new dials are
-// launched first (so that a probe's transition is noted on its span),
-// then telemetry, then OnClose.
-func (p *Pool[K, C]) run(key K, fx *effects[K, C]) {
+// probeTimer is a version of an entry's probe timer: due at at, or
+// disarmed (zero at).
+type probeTimer struct {
+	ver uint64
+	at  time.Time
+}
+
+// step is the shell around entry.step: it reads the clock and the closed
+// flag, holds e.mu around the step and its view (events, waiters, the
+// map), and runs the other effects once the lock is released. It returns
+// the step's reply (for inMiss).
+func (p *Pool[K, C]) step(e *entry[K, C], in input[K, C]) reply[K, C] {
+	in.now, in.closed = time.Now(), p.closed.Load()
+	e.mu.Lock()
+	fx := e.step(in)
+	p.view(e, &fx)
+	e.mu.Unlock()
+	p.run(e, &fx)
+	return fx.reply
+}
+
+// view carries out the effects that are the step's lock-free view, in the
+// key's order. Needs e.mu (it takes Pool.mu and the subscribers' mu, and
+// the map's own lock, inside; no user code).
+func (p *Pool[K, C]) view(e *entry[K, C], fx *effects[K, C]) {
+	if p.observe != nil {
+		for _, n := range fx.notes {
+			p.observe(e.key, n.tr)
+		}
+	}
+	for _, ev := range fx.events {
+		p.publish(ev)
+	}
+	for _, w := range fx.wake {
+		w.call.client, w.call.err = w.client, w.err
+		close(w.call.done)
+	}
+	if fx.forget {
+		fx.forget = p.entries.CompareAndDelete(e.key, e) // false: deleted already
+		fx.forgot = e.breakerState()
+	}
+}
+
+// run carries out fx for e with no pool lock held: new dials are launched
+// first (so that a probe's transition is noted on its span), then
+// telemetry, then OnClose.
+func (p *Pool[K, C]) run(e *entry[K, C], fx *effects[K, C]) {
 	if fx.sample != 0 {
 		p.lat.observe(fx.sample)
 	}
+	if fx.probe != nil {
+		p.armProbe(e, *fx.probe)
+	}
 	for _, c := range fx.launch {
 		p.launch(c)
+	}
+	for _, c := range fx.cancel {
+		p.cancelCall(c)
+		if p.dequeue(c) { // never started: settle it here
+			p.finish(c, result[C]{end: endDropped})
+		}
 	}
 	for _, n := range fx.notes {
 		p.rec.Transition(n.call.spanOrNil(), fx.name, n.tr.From.String(), n.tr.To.String(), n.tr.OpenFor)
@@ -63,13 +135,20 @@ func (p *Pool[K, C]) run(key K, fx *effects[K, C]) {
 	for _, d := range fx.ended {
 		p.rec.EndDial(d.call.spanOrNil(), d.res, d.took, d.err)
 	}
-	if fx.cancel != nil {
-		p.cancelCall(fx.cancel)
+	if fx.done != nil {
+		p.cancelCall(fx.done)
 	}
-	if fx.forgot != nil {
+	if fx.forget {
 		p.rec.ClusterRemoved(fx.forgot.String())
 	}
-	p.closeAll(key, fx.close)
+	p.closeAll(e.key, fx.close)
+}
+
+// armProbe arms e's probe timer for version t (see entry.setProbe).
+func (p *Pool[K, C]) armProbe(e *entry[K, C], t probeTimer) {
+	p.timers.set(&e.probeTimer, t.ver, t.at, func(*timer) {
+		p.step(e, input[K, C]{kind: inProbeDue, ver: t.ver})
+	})
 }
 
 // launch starts c's span, with no lock held, and queues it in the lanes;

@@ -14,14 +14,15 @@ import (
 	"github.com/clusterpool/clusterpool/breaker"
 )
 
-// entry is the pool's state for one cluster key.
+// entry is the pool's state for one cluster key: its functional core's
+// state (see core.go), changed only by step with mu held.
 //
-// client and reject are read without mu (the hit and the instant rejection
-// are lock-free) and written only with mu held. Invariants, with mu held:
-// client != nil implies reject == nil; reject != nil exactly while the
-// breaker is not closed, and it carries the state it was made for: the
-// breaker's state lives in the breaker (ls.brk), and reject is the one
-// lock-free view of it.
+// client and reject are the lock-free views of the state (the hit and the
+// instant rejection read them without mu); step writes them. Invariants,
+// with mu held: client != nil implies reject == nil; reject != nil exactly
+// while the breaker is not closed, and it carries the state it was made
+// for: the breaker's state lives in the breaker (ls.brk), and reject is the
+// one lock-free view of it.
 type entry[K comparable, C any] struct {
 	key  K
 	name string       // Options.FormatKey(key)
@@ -32,11 +33,13 @@ type entry[K comparable, C any] struct {
 
 	mu sync.Mutex
 	ls entryState[K, C] // guarded by mu
+
+	probeTimer slot // armed by the shell with ls.probeVer; guarded by timers.mu
 }
 
 // entryState is everything of an entry that its mu guards.
 type entryState[K comparable, C any] struct {
-	brk *breaker.Breaker // nil until the key's first failure; Remove drops it
+	brk *breaker.Machine // nil until the key's first failure; Remove drops it
 	// call is the dial callers join (queued or running), or nil. Other
 	// dials of the key may still be pending: one canceled by Remove, or
 	// one that was running when Report opened the breaker.
@@ -46,9 +49,13 @@ type entryState[K comparable, C any] struct {
 	// sem holds one permit per running dial of the key
 	// (MaxConcurrentDials): made for the first pending dial, dropped when
 	// none is left (each call keeps its own pointer for the lanes).
-	sem   *semaphore.Weighted
-	gen   uint64 // bumped by Remove; older dials never cache
-	probe *timer // the scheduled half-open probe, or nil
+	sem *semaphore.Weighted
+	gen uint64 // bumped by Remove; older dials never cache
+	// probeAt is when the half-open probe is due (Unix nanoseconds; 0:
+	// none scheduled), probeVer the version of the probe timer that
+	// fires it (setProbe).
+	probeAt  int64
+	probeVer uint64
 	// lastTook is how long the key's last dial took, whatever its outcome
 	// (0: none yet; a canceled dial does not count).
 	lastTook time.Duration
@@ -107,7 +114,8 @@ type call[K comparable, C any] struct {
 
 	// Guarded by the entry's mu (done is closed under it too, and may be
 	// closed before the call is settled: Remove wakes waiters at once):
-	settled bool // the outcome was applied and the lane released, once
+	settled  bool // finish took the call's end, once
+	answered bool // its waiters have their result (done is closed)
 
 	// Guarded by the pool's lanes.mu. ctx is made when the dial starts (a
 	// queued dial has none: thousands of children of the pool's context
@@ -130,16 +138,6 @@ func (c *call[K, C]) spanOrNil() trace.Span {
 		return *s
 	}
 	return nil
-}
-
-// endLocked publishes the call's result and wakes its waiters, once.
-// Needs the call's entry's mu.
-func (c *call[K, C]) endLocked(client C, err error) {
-	if c.ended() {
-		return
-	}
-	c.client, c.err = client, err
-	close(c.done)
 }
 
 // entry returns key's entry, creating it if needed. It fails when
@@ -225,35 +223,10 @@ func (p *Pool[K, C]) newEntry(key K) (*entry[K, C], error) {
 	if p.closed.Load() {
 		// Close may have swept the map before this store: take the entry
 		// out again, so that nothing is left behind after Close returns.
-		fx := effects[K, C]{name: name}
-		e.mu.Lock()
-		p.forgetLocked(e, &fx)
-		e.mu.Unlock()
-		p.run(key, &fx)
+		p.step(e, input[K, C]{kind: inClose})
 		return nil, &Error{Kind: ErrClosed, Cluster: name}
 	}
 	return e, nil
-}
-
-// forgetLocked deletes e from the map, once; the cluster gauge is updated
-// after the lock (fx). Needs e.mu.
-func (p *Pool[K, C]) forgetLocked(e *entry[K, C], fx *effects[K, C]) {
-	if e.ls.dead {
-		return
-	}
-	e.ls.dead = true
-	if p.entries.CompareAndDelete(e.key, e) {
-		st := e.breakerState()
-		fx.forgot = &st
-	}
-}
-
-// reapLocked deletes a removed entry from the map once nothing of it is
-// left, so that its dial bound holds until then. Needs e.mu.
-func (p *Pool[K, C]) reapLocked(e *entry[K, C], fx *effects[K, C]) {
-	if e.ls.removed && e.ls.pending == 0 && e.ls.probe == nil && e.client.Load() == nil {
-		p.forgetLocked(e, fx)
-	}
 }
 
 // ended reports whether the call's result is published.

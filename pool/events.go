@@ -112,12 +112,6 @@ func (p *Pool[K, C]) subscribe(ctx context.Context) <-chan Event[K] {
 	return s.out
 }
 
-// publishLocked publishes an event of e with e's current state. Needs
-// e.mu (it takes Pool.mu and each subscriber's mu inside; no user code).
-func (p *Pool[K, C]) publishLocked(e *entry[K, C], t EventType, at time.Time) {
-	p.publish(Event[K]{Type: t, Key: e.key, Time: at, Connected: e.client.Load() != nil, Breaker: e.breakerState()})
-}
-
 // publish hands ev to every subscriber without blocking.
 func (p *Pool[K, C]) publish(ev Event[K]) {
 	p.mu.Lock()

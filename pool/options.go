@@ -188,6 +188,7 @@ type keySettings struct {
 	dialTimeout time.Duration
 	breaker     breaker.Settings
 	isFailure   func(error) bool // breaker.IsFailure with its default applied
+	maxDials    int64            // Options.MaxConcurrentDials
 }
 
 // settingsFor validates ov and applies it over the pool's options (whose
@@ -200,7 +201,7 @@ func (o *Options[K, C]) settingsFor(ov Overrides) (*keySettings, error) {
 	if err := tooLong("ForKey.", ov.MaxWait, ov.DialTimeout); err != nil {
 		return nil, err
 	}
-	s := &keySettings{maxWait: o.MaxWait, dialTimeout: o.DialTimeout, breaker: o.Breaker}
+	s := &keySettings{maxWait: o.MaxWait, dialTimeout: o.DialTimeout, breaker: o.Breaker, maxDials: o.MaxConcurrentDials}
 	if ov.MaxWait != 0 {
 		s.maxWait = ov.MaxWait
 	}

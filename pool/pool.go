@@ -195,3 +195,48 @@ func (p *Pool[K, C]) dialerDone(c *call[K, C]) {
 	}
 	p.mu.Unlock()
 }
+
+// Probe asks the pool to try key now, off the caller's path, without
+// waiting: an open breaker's probe is brought forward (coalesced with a
+// probe already out), and a cluster that is not connected and has no dial
+// in flight is dialed. It does nothing for a connected cluster, one with a
+// dial in flight, or after Close. The first Probe of a key runs ForKey;
+// one that comes while another caller runs it waits for that answer, at
+// most MaxWait. Use it when something outside the pool says the cluster
+// may work again (its kubeconfig Secret changed, an operator asked); the
+// Connected event tells when it does.
+func (p *Pool[K, C]) Probe(key K) {
+	for !p.closed.Load() {
+		e, err := p.entry(context.Background(), key)
+		if err != nil || !p.step(e, input[K, C]{kind: inProbe}).retry {
+			return
+		}
+	}
+}
+
+// Report feeds the outcome of using key's client into its breaker: a caller
+// saw err talking to the cluster (nil for a success). Errors count as
+// failures as the cluster's Breaker.IsFailure says, which is called before
+// any lock is taken. When the breaker opens, the client is evicted
+// (OnClose), and Disconnected and BreakerOpened are sent. Report does
+// nothing for an unknown key, a key removed and not used since, or while
+// the breaker is not closed: it never creates state nor starts a dial.
+func (p *Pool[K, C]) Report(key K, err error) {
+	if v, ok := p.entries.Load(key); ok && !p.closed.Load() {
+		e := v.(*entry[K, C])
+		p.step(e, input[K, C]{kind: inReport, o: p.classify(e.set, err)})
+	}
+}
+
+// Remove forgets key: a dial in flight is canceled and its waiters get
+// ErrRemoved, the cached client is passed to OnClose (and Disconnected
+// sent), the breaker is reset, a pending probe dropped, and a Removed event
+// sent. A dial that returns after Remove has its client closed, not cached;
+// Report does nothing until the key is used again. A later Get starts
+// afresh; its dial waits for the canceled one to return if
+// MaxConcurrentDials is 1.
+func (p *Pool[K, C]) Remove(key K) {
+	if v, ok := p.entries.Load(key); ok {
+		p.step(v.(*entry[K, C]), input[K, C]{kind: inRemove})
+	}
+}

@@ -8,12 +8,10 @@ import (
 	"github.com/clusterpool/clusterpool/tracing"
 )
 
-// The functional core of a dial's end: settle decides, from an explicit
-// input, everything that follows a dial's end; it does no I/O, reads no
-// clock (now is an input), calls no user code and takes no lock. The shell
-// (finish, settleLocked, effects.run) gathers the input under the entry's
-// lock, applies the decision to the entry there, and runs the rest (OnClose,
-// telemetry, the latency sample) once the lock is released.
+// A dial's end, part of the functional core (see core.go): settle decides,
+// from an explicit input (settleIn), everything that follows a dial's end;
+// dialEnded gathers that input from the entry, records the outcome in the
+// breaker, and applies the decision to the entry.
 
 // dialEnd is how a dial ended: who settled it, and whether Remove or Close
 // had canceled it. These are the only legal combinations; a dropped or
@@ -181,4 +179,70 @@ func dialResult(end dialEnd, err error) tracing.DialResult {
 		return tracing.DialError
 	}
 	return tracing.DialSuccess
+}
+
+// dialEnded settles dial c, whose lane the shell has released, with
+// in.res: the one place a dial's outcome is decided.
+func (e *entry[K, C]) dialEnded(in input[K, C], fx *effects[K, C]) {
+	c, r := in.call, in.res
+	held := e.client.Load()
+	sin := settleIn[C]{result: r, now: in.now, current: c.gen == e.ls.gen && !e.ls.dead, closed: in.closed,
+		held: held != nil, rejected: e.reject.Load() != nil, maxWait: e.set.maxWait}
+	if sin.records() {
+		sin.tr, sin.changed = e.record(c.ticket, r.o, in.now)
+	} else {
+		e.discard(c.ticket)
+	}
+	out := settle(sin)
+	if out.learn {
+		e.ls.lastTook = max(r.took, time.Nanosecond)
+		e.ls.probes.record(r.o, in.now)
+	}
+	if out.cache {
+		cl := r.client      // a copy: &r.client would keep all of r
+		e.client.Store(&cl) // before apply clears reject
+	} else if out.closeNew {
+		fx.close = append(fx.close, r.client)
+	}
+	if out.apply {
+		e.apply(sin.tr, c, fx)
+	}
+	if out.connected {
+		e.event(Connected, in.now, fx)
+	}
+	if out.dialFailed {
+		e.event(DialFailed, in.now, fx)
+	}
+	client, err := e.answerOf(out, r, held)
+	e.answer(c, client, err, fx)
+	if e.ls.call == c {
+		e.ls.call = nil
+	}
+	if e.ls.pending--; e.ls.pending == 0 {
+		e.ls.sem = nil // no dial of the key holds or waits for a slot
+	}
+	e.reap(fx)
+	if out.observe {
+		fx.sample = max(r.took, time.Nanosecond)
+	}
+	fx.ended = append(fx.ended, ended[K, C]{call: c, res: out.res, took: r.took, err: r.err})
+	fx.done = c
+}
+
+// answerOf turns settle's answer into the waiters' client and error.
+func (e *entry[K, C]) answerOf(out settleOut, r result[C], held *C) (C, error) {
+	var zero C
+	switch out.answer {
+	case answerClient:
+		return r.client, nil
+	case answerHeld:
+		return *held, nil
+	case answerClosed:
+		return zero, &Error{Kind: ErrClosed, Cluster: e.name}
+	case answerRemoved:
+		return zero, &Error{Kind: ErrRemoved, Cluster: e.name}
+	case answerRejected:
+		return zero, e.reject.Load()
+	}
+	return zero, &Error{Kind: ErrDialFailed, Cluster: e.name, Cause: r.err, RetryAt: out.retryAt}
 }

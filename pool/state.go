@@ -53,7 +53,7 @@ func (p *Pool[K, C]) State(key K) ClusterState {
 	if e.ls.dead {
 		return ClusterState{}
 	}
-	s := e.snapshotLocked()
+	s := e.snapshot(time.Now())
 	return ClusterState{
 		Known:               true,
 		Connected:           e.client.Load() != nil,

@@ -16,7 +16,7 @@ import (
 // runs only while a timer is scheduled, and never again once closed.
 //
 // Locks: timers.mu is the last in the pool's lock order: taken under
-// entry.mu (probes) and lanes.mu (deadlines, demotion), nothing under it.
+// lanes.mu (deadlines, demotion) or alone (probes), nothing under it.
 type timers struct {
 	mu      sync.Mutex
 	due     timerHeap
@@ -47,6 +47,11 @@ func (t *timers) schedule(at time.Time, fire func(*timer)) *timer {
 	if t.closed {
 		return nil
 	}
+	return t.pushLocked(at, fire)
+}
+
+// pushLocked schedules fire at at. Needs t.mu; t is not closed.
+func (t *timers) pushLocked(at time.Time, fire func(*timer)) *timer {
 	tm := &timer{at: at, fire: fire}
 	heap.Push(&t.due, tm)
 	switch {
@@ -57,6 +62,32 @@ func (t *timers) schedule(at time.Time, fire func(*timer)) *timer {
 		t.signal()
 	}
 	return tm
+}
+
+// slot is a timer armed by version (timers.set): its owner decides each
+// version under its own lock and may arm them after releasing it, in any
+// order; the latest version wins. Guarded by timers.mu.
+type slot struct {
+	t   *timer
+	ver uint64
+}
+
+// set arms s for at with version ver (a zero at disarms it), unless s
+// holds ver or a later version already.
+func (t *timers) set(s *slot, ver uint64, at time.Time, fire func(*timer)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if ver <= s.ver {
+		return
+	}
+	s.ver = ver
+	if s.t != nil && s.t.i >= 0 {
+		heap.Remove(&t.due, s.t.i)
+	}
+	s.t = nil
+	if !at.IsZero() && !t.closed {
+		s.t = t.pushLocked(at, fire)
+	}
 }
 
 // stop unschedules tm (nil: none). Its func may be running already.

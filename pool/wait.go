@@ -14,37 +14,20 @@ import (
 // can end within the bound. dial is the span context of the dial, if any.
 func (p *Pool[K, C]) wait(ctx context.Context, e *entry[K, C]) (client C, o tracing.Outcome, dial trace.SpanContext, err error) {
 	var zero C
-	for {
-		e.mu.Lock()
-		if !e.ls.dead {
-			break
-		}
-		// Removed between the map read and the lock: take the new entry.
-		e.mu.Unlock()
+	r := p.step(e, input[K, C]{kind: inMiss})
+	for r.retry { // removed between the map read and the step: take the new entry
 		if e, err = p.entry(ctx, e.key); err != nil {
 			return zero, outcomeOf(err), dial, err
 		}
+		r = p.step(e, input[K, C]{kind: inMiss})
 	}
-	if c := e.client.Load(); c != nil { // connected while we looked
-		e.mu.Unlock()
-		return *c, tracing.Acquired, dial, nil
+	switch {
+	case r.client != nil: // connected while we looked
+		return *r.client, tracing.Acquired, dial, nil
+	case r.err != nil:
+		return zero, tracing.Rejected, dial, r.err
 	}
-	if rej := e.reject.Load(); rej != nil {
-		e.mu.Unlock()
-		return zero, tracing.Rejected, dial, rej
-	}
-	e.ls.removed = false
-	call := e.ls.call
-	fx := effects[K, C]{name: e.name}
-	if call == nil {
-		if call, err = p.startDialLocked(e, &fx); err != nil {
-			e.mu.Unlock()
-			return zero, outcomeOf(err), dial, err
-		}
-	}
-	lastTook := e.ls.lastTook
-	e.mu.Unlock()
-	p.run(e.key, &fx) // launches the dial we registered, if any
+	call, lastTook := r.call, r.lastTook
 	if o, err := p.awaitLaunch(ctx, e, call); err != nil {
 		return zero, o, dial, err
 	}

@@ -1,0 +1,170 @@
+package breaker
+
+import (
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+)
+
+// Machine is the breaker's functional core: a [Breaker]'s whole state as a
+// value, with no lock and no clock (every method takes now; the jitter's
+// randomness is its only other input). A Breaker is a Machine behind a
+// mutex that reads the clock. Use a Machine where the breaker is part of a
+// larger state machine whose owner already serializes access, as the pool
+// does under its entry's lock; it is not safe for concurrent use.
+//
+// A Machine's tickets are reported with [Machine.Record] and
+// [Machine.Discard]; their own Record, Done and Discard methods do nothing.
+type Machine struct {
+	s Settings // defaults applied
+	// state is the state as last changed; an open machine whose period is
+	// over reads as half-open (State).
+	state State
+	// cb counts the failures of the closed state: made on the first one,
+	// dropped when the count is back to zero or the machine opens.
+	cb *gobreaker.TwoStepCircuitBreaker[struct{}]
+	// gen counts changes of state: a ticket granted before the last one is
+	// stale.
+	gen       uint32
+	opens     uint32        // open periods in a row; 0 while closed
+	probeOut  bool          // half-open: the probe is granted and not reported
+	openFor   time.Duration // length of the last open period; 0 while closed
+	openUntil time.Time     // end of the current open period
+}
+
+// NewMachine returns a closed Machine, or an error matching
+// [ErrInvalidSettings] that names the first invalid field.
+func NewMachine(s Settings) (*Machine, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	return &Machine{s: s.withDefaults()}, nil
+}
+
+// Settings returns the settings in force, defaults applied.
+func (m *Machine) Settings() Settings { return m.s }
+
+// counter returns the gobreaker that counts the closed state's failures,
+// making it if there is none.
+func (m *Machine) counter() *gobreaker.TwoStepCircuitBreaker[struct{}] {
+	if m.cb == nil {
+		threshold := m.s.ConsecutiveFailures
+		m.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
+			// Runs under gobreaker's own mutex; it reads only its argument.
+			ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= threshold },
+		})
+	}
+	return m.cb
+}
+
+// Allow is [Breaker.Allow] at now.
+func (m *Machine) Allow(now time.Time) (Ticket, error) {
+	switch {
+	case m.state == StateClosed:
+		return Ticket{granted: true, gen: m.gen}, nil
+	case m.probeOut, now.Before(m.openUntil):
+		return Ticket{}, ErrOpen
+	}
+	t := Ticket{granted: true, probe: true}
+	if m.state == StateOpen {
+		m.state = StateHalfOpen
+		m.gen++
+		t.halfOpenAt = now
+	}
+	m.probeOut = true
+	t.gen = m.gen
+	return t, nil
+}
+
+// Record is [Ticket.Record] of t, at now.
+func (m *Machine) Record(t Ticket, o Outcome, now time.Time) (Transition, bool) {
+	if !t.granted || t.gen != m.gen {
+		return Transition{}, false // not granted, or before the last change of state
+	}
+	if o == Trip && m.s.DisableTrip {
+		o = Failure
+	}
+	switch {
+	case t.probe && o == Success:
+		return m.close(now), true
+	case t.probe, o == Trip:
+		return m.open(now, o == Trip), true
+	case o == Failure:
+		return m.count(now)
+	case o == Success:
+		m.cb = nil // the count is back to zero: no gobreaker until the next failure
+	}
+	return Transition{}, false
+}
+
+// Discard is [Ticket.Discard] of t.
+func (m *Machine) Discard(t Ticket) {
+	if t.granted && t.probe && t.gen == m.gen {
+		m.probeOut = false
+	}
+}
+
+// Expire is [Breaker.Expire] at now.
+func (m *Machine) Expire(now time.Time) {
+	if m.state == StateOpen && now.Before(m.openUntil) {
+		m.openUntil = now
+	}
+}
+
+// State is [Breaker.State] at now: an open machine whose period is over is
+// half-open (the next Allow is the probe).
+func (m *Machine) State(now time.Time) State {
+	if m.state == StateOpen && !now.Before(m.openUntil) {
+		return StateHalfOpen
+	}
+	return m.state
+}
+
+// Snapshot is [Breaker.Snapshot] at now.
+func (m *Machine) Snapshot(now time.Time) Snapshot {
+	s := Snapshot{State: m.State(now), Opens: m.opens}
+	switch {
+	case s.State == StateOpen:
+		s.OpenUntil = m.openUntil
+	case s.State == StateClosed && m.cb != nil:
+		s.ConsecutiveFailures = m.cb.Counts().ConsecutiveFailures
+	}
+	return s
+}
+
+// count feeds a failure of the closed state to gobreaker and opens the
+// machine if gobreaker trips.
+func (m *Machine) count(now time.Time) (Transition, bool) {
+	cb := m.counter() // closed: a gobreaker that trips is dropped at once
+	if done, err := cb.Allow(); err == nil {
+		done(errFailure)
+	}
+	if cb.State() == gobreaker.StateClosed {
+		return Transition{}, false
+	}
+	return m.open(now, false), true
+}
+
+// open opens the machine for its next period: OpenTimeout·2^(n-1) for the
+// n-th period in a row (jittered, capped), MaxOpenTimeout after a Trip, and
+// never shorter than the period before it until the machine closes.
+func (m *Machine) open(now time.Time, trip bool) Transition {
+	from := m.state
+	m.opens++
+	base := m.s.OpenTimeout
+	if trip { // no quick retry of a request that hung
+		base = m.s.MaxOpenTimeout
+	}
+	d := max(openPeriod(m.opens, base, m.s.MaxOpenTimeout, m.s.Jitter), m.openFor)
+	m.state, m.cb, m.probeOut, m.gen = StateOpen, nil, false, m.gen+1
+	m.openFor, m.openUntil = d, now.Add(d)
+	return Transition{From: from, To: StateOpen, OpenFor: d, At: now}
+}
+
+// close closes the machine after a successful probe.
+func (m *Machine) close(now time.Time) Transition {
+	from := m.state
+	m.state, m.probeOut, m.gen = StateClosed, false, m.gen+1
+	m.opens, m.openFor, m.openUntil = 0, 0, time.Time{}
+	return Transition{From: from, To: StateClosed, At: now}
+}
