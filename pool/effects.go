@@ -9,18 +9,19 @@ import (
 )
 
 // effects is what one step of an entry leaves to do (see core.go). The
-// shell carries out events, wake and forget before it releases the entry's
-// lock: they are the lock-free view of the change (subscribers' queues,
-// waiters' results, the map) and must follow the key's order of changes;
-// none runs user code or blocks. Everything else runs after the lock:
-// whatever runs user code (OnClose, the TracerProvider's and
-// MeterProvider's span processors and instruments), touches the lanes or
-// the timers, or starts a dial.
+// shell carries out wake and forget before it releases the entry's lock:
+// they are the lock-free view of the change (waiters' results, the map).
+// Events are queued in the entry's outbox under the lock and published
+// after it, in the key's order of changes (Pool.drain). Everything else
+// runs after the lock too: whatever runs user code (OnClose, the
+// TracerProvider's and MeterProvider's span processors and instruments),
+// touches the lanes or the timers, or starts a dial.
 type effects[K comparable, C any] struct {
 	// Before the lock is released.
 	events []Event[K]
 	wake   []wake[K, C]
 	forget bool // delete the entry from the map (and update the gauge)
+	drain  bool // this step queued the first events of the entry's outbox: publish them
 	// forgot: the entry left the map in this breaker state (for the
 	// cluster gauge, after the lock).
 	forgot breaker.State
@@ -35,7 +36,7 @@ type effects[K comparable, C any] struct {
 	cancel []*call[K, C]
 	notes  []note[K, C] // breaker transitions for telemetry
 	ended  []ended[K, C]
-	done   *call[K, C]  // a settled call whose context to cancel
+	done   *call[K, C] // a settled call whose context to cancel
 	probe  *probeTimer // arm (or disarm) the entry's probe timer
 	// sample is a successful dial's duration for the latency estimate; 0
 	// if none.
@@ -88,17 +89,19 @@ func (p *Pool[K, C]) step(e *entry[K, C], in input[K, C]) reply[K, C] {
 	return fx.reply
 }
 
-// view carries out the effects that are the step's lock-free view, in the
-// key's order. Needs e.mu (it takes Pool.mu and the subscribers' mu, and
-// the map's own lock, inside; no user code).
+// view carries out the effects that are the step's lock-free view, and
+// queues its events. Needs e.mu (the map's own lock is taken inside; no
+// user code).
 func (p *Pool[K, C]) view(e *entry[K, C], fx *effects[K, C]) {
 	if p.observe != nil {
 		for _, n := range fx.notes {
 			p.observe(e.key, n.tr)
 		}
 	}
-	for _, ev := range fx.events {
-		p.publish(ev)
+	if len(fx.events) > 0 {
+		fx.drain = !e.ls.draining
+		e.ls.outbox = append(e.ls.outbox, fx.events...)
+		e.ls.draining = true
 	}
 	for _, w := range fx.wake {
 		w.call.client, w.call.err = w.client, w.err
@@ -114,6 +117,9 @@ func (p *Pool[K, C]) view(e *entry[K, C], fx *effects[K, C]) {
 // first (so that a probe's transition is noted on its span), then
 // telemetry, then OnClose.
 func (p *Pool[K, C]) run(e *entry[K, C], fx *effects[K, C]) {
+	if fx.drain {
+		p.drain(e)
+	}
 	if fx.sample != 0 {
 		p.lat.observe(fx.sample)
 	}
@@ -142,6 +148,25 @@ func (p *Pool[K, C]) run(e *entry[K, C], fx *effects[K, C]) {
 		p.rec.ClusterRemoved(fx.forgot.String())
 	}
 	p.closeAll(e.key, fx.close)
+}
+
+// drain publishes e's outbox until it is empty, with no entry lock held.
+// Only the step that found the outbox empty and not being drained calls
+// it, so one goroutine at a time publishes a key's events, in order.
+func (p *Pool[K, C]) drain(e *entry[K, C]) {
+	for {
+		e.mu.Lock()
+		evs := e.ls.outbox
+		e.ls.outbox = nil
+		e.ls.draining = len(evs) > 0
+		e.mu.Unlock()
+		if len(evs) == 0 {
+			return
+		}
+		for _, ev := range evs {
+			p.publish(ev)
+		}
+	}
 }
 
 // armProbe arms e's probe timer for version t (see entry.setProbe).

@@ -60,8 +60,12 @@ type entryState[K comparable, C any] struct {
 	// (0: none yet; a canceled dial does not count).
 	lastTook time.Duration
 	probes   probeLog // the key's dials and reported outcomes, for State
-	removed  bool     // Remove ran and nothing used the entry since
-	dead     bool     // deleted from the map: a Get that finds it retries
+	// outbox holds events not yet published; draining is set while a
+	// goroutine publishes them (Pool.drain).
+	outbox   []Event[K]
+	draining bool
+	removed  bool // Remove ran and nothing used the entry since
+	dead     bool // deleted from the map: a Get that finds it retries
 }
 
 // breakerState is the breaker's state as the pool last applied it, read
