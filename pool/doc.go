@@ -53,10 +53,11 @@
 //     (breaker.Trip).
 //   - No user code (dialer, OnClose, IsFailure, FormatKey, ForKey, and the
 //     TracerProvider's and MeterProvider's span processors and
-//     instruments) runs with a pool or breaker lock held; a panic in a
-//     callback is recovered and counted. Changes of an entry collect what
-//     they leave for after its lock (effects); a dial's span is started
-//     once the lock is released, before the dial is queued.
+//     instruments) runs with a pool lock held; a panic in a callback is
+//     recovered and counted. Each cluster's state changes in one pure step
+//     (entry.step: functional core, see core.go) under its entry's lock;
+//     what the step leaves to do (effects) runs after the lock, events
+//     included (in the key's order, through the entry's outbox).
 //     ForKey is called once per key the pool starts holding state for,
 //     also when its first Gets race.
 //   - Every client a dial returned is either cached, or passed to
@@ -74,28 +75,32 @@
 // Locks, in the order they may be taken (a lock is only ever taken while
 // holding locks above it; none is held while user code runs):
 //
-//  1. entry.mu: one key's state (entryState, call.settled, a call's
-//     result). Never two entries' at once.
-//  2. breaker.Breaker.mu, then gobreaker's own mutex inside it: taken under
-//     entry.mu by Allow, Ticket.Record/Discard, State, Snapshot and Expire,
-//     and by nothing else. A key's breaker is made on its first failure.
-//  3. lanes.mu: the queues, the running lists, a call's lane, ctx and
-//     cancel (see lanes); the x/sync semaphores' own mutexes nest inside
-//     it (TryAcquire and Release only, never blocking).
-//  4. Pool.mu: closing, the WaitGroup, the dialer set, the subscriber set.
-//  5. subscriber.mu: one subscriber's coalescing queue, under Pool.mu
+//  1. entry.mu: one key's state (entryState and its breaker.Machine, the
+//     views client and reject, call.settled and call.answered). Held around
+//     entry.step and its view (Pool.step, Pool.view) and by the readers
+//     State, Keys, finish and drain, never two entries' at once. Taken
+//     under it: only gobreaker's own mutex (inside breaker.Machine, which
+//     has no lock of its own) and sync.Map's (deleting the entry).
+//  2. lanes.mu: the queues, the running lists, a call's lane, ctx and
+//     cancel (see lanes). The x/sync semaphores' own mutexes nest inside it
+//     (TryAcquire and Release only, never blocking), and Pool.mu and
+//     timers.mu when a dial starts or ends. Every …Locked method of Pool
+//     needs lanes.mu.
+//  3. Pool.mu: closing, the WaitGroup, the dialer set, the subscriber set.
+//  4. subscriber.mu: one subscriber's coalescing queue, under Pool.mu
 //     when an event is published.
-//  6. latency.mu: the latency samples; taken with no other lock held.
-//  7. timers.mu: the pool's one timer heap (probes, dial deadlines,
-//     demotion); taken under entry.mu or lanes.mu, or alone, and nothing
-//     is taken under it. Due timers run on goroutines of their own with
+//  5. latency.mu: the latency samples; taken with no other lock held.
+//  6. timers.mu: the pool's one timer heap (probes, dial deadlines,
+//     demotion) and the entries' probe timers (entry.probeTimer); taken
+//     under lanes.mu or alone, and nothing is taken under it (timers'
+//     pushLocked needs it). Due timers run on goroutines of their own with
 //     no lock held.
 //
 // Lock-free state read on the hot paths: entry.client and entry.reject
-// (written under entry.mu; reject carries the breaker state it was made
-// for), Pool.closed (written under Pool.mu), call.started, call.deadline
-// and call.span, and the latency estimate. Each …Locked function's doc
-// names the lock it needs.
+// (written under entry.mu by step; reject carries the breaker state it was
+// made for, and the lanes refine a probe's rejection by compare-and-swap),
+// Pool.closed (written under lanes.mu and Pool.mu), call.started,
+// call.deadline and call.span, and the latency estimate.
 //
 // Errors are sentinel values matched with errors.Is: [ErrWaitTimeout],
 // [ErrCircuitOpen], [ErrClosed], [ErrRemoved], [ErrDialFailed] (wrapping the

@@ -108,7 +108,7 @@ type call[K comparable, C any] struct {
 	// it): a joiner that comes before waits for it, within its bound.
 	launched chan struct{}
 	// rejection is the entry's half-open rejection for this probe: set by
-	// applyLocked (e.mu) before the call is submitted, then read and
+	// entry.apply (e.mu) before the call is submitted, then read and
 	// replaced under lanes.mu only (refineLocked).
 	rejection *Error
 	seq       uint64 // submission order, for FIFO across the queues

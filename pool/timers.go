@@ -50,7 +50,7 @@ func (t *timers) schedule(at time.Time, fire func(*timer)) *timer {
 	return t.pushLocked(at, fire)
 }
 
-// pushLocked schedules fire at at. Needs t.mu; t is not closed.
+// pushLocked schedules fire at at. Needs timers.mu; t is not closed.
 func (t *timers) pushLocked(at time.Time, fire func(*timer)) *timer {
 	tm := &timer{at: at, fire: fire}
 	heap.Push(&t.due, tm)
@@ -115,7 +115,7 @@ func (t *timers) close() {
 	}
 }
 
-// signal wakes the loop. Needs t.mu.
+// signal wakes the loop. Needs timers.mu.
 func (t *timers) signal() {
 	select {
 	case t.wake <- struct{}{}:
