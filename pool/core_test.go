@@ -67,8 +67,8 @@ func (e *entry[K, C]) invariants(now time.Time) error {
 		return fmt.Errorf("semaphore %v with %d dials pending", e.ls.sem != nil, e.ls.pending)
 	case e.ls.probeAt != 0 && rej == nil:
 		return errors.New("a probe scheduled with the breaker closed")
-	case e.ls.call != nil && e.ls.call.probe != (st == breaker.StateHalfOpen && rej != nil):
-		return fmt.Errorf("a joinable call (probe %v) with the breaker %v", e.ls.call.probe, st)
+	case e.ls.call != nil && e.ls.call.probe && (st != breaker.StateHalfOpen || rej == nil):
+		return fmt.Errorf("a probe out with the breaker %v", st)
 	}
 	return nil
 }
@@ -170,6 +170,13 @@ func TestStepTable(t *testing.T) {
 	report := in{"report failure", func(r *coreRig) effects[string, *client] {
 		return r.step(input[string, *client]{kind: inReport, o: breaker.Failure})
 	}}
+	trip := in{"report trip", func(r *coreRig) effects[string, *client] {
+		return r.step(input[string, *client]{kind: inReport, o: breaker.Trip})
+	}}
+	tripThenOK := in{"report trip, the dial ends", func(r *coreRig) effects[string, *client] {
+		r.step(input[string, *client]{kind: inReport, o: breaker.Trip})
+		return r.end(true)
+	}}
 	due := in{"probe due", func(r *coreRig) effects[string, *client] {
 		if r.e.ls.probeAt != 0 {
 			r.now = time.Unix(0, r.e.ls.probeAt)
@@ -190,6 +197,7 @@ func TestStepTable(t *testing.T) {
 	}{
 		{phaseIdle, miss, phaseDialing, "launch reply:join"},
 		{phaseIdle, report, phaseIdle, ""},
+		{phaseIdle, trip, phaseOpen, "BreakerOpened probe-on"},
 		{phaseIdle, due, phaseIdle, ""},
 		{phaseIdle, probe, phaseDialing, "launch"},
 		{phaseIdle, remove, phaseGone, "Removed forget"},
@@ -199,6 +207,8 @@ func TestStepTable(t *testing.T) {
 		{phaseDialing, dialOK, phaseConnected, "Connected wake:client"},
 		{phaseDialing, dialErr, phaseIdle, "DialFailed wake:dial failed"},
 		{phaseDialing, report, phaseDialing, ""},
+		{phaseDialing, trip, phaseOpen, "BreakerOpened probe-on"},
+		{phaseDialing, tripThenOK, phaseOpen, "OnClose wake:circuit open"},
 		{phaseDialing, due, phaseDialing, ""},
 		{phaseDialing, probe, phaseDialing, ""},
 		{phaseDialing, remove, phaseRemoved, "Removed cancel wake:cluster removed"},
@@ -206,6 +216,7 @@ func TestStepTable(t *testing.T) {
 
 		{phaseConnected, miss, phaseConnected, "reply:client"},
 		{phaseConnected, report, phaseConnected, ""},
+		{phaseConnected, trip, phaseOpen, "Disconnected BreakerOpened OnClose probe-on"},
 		{phaseConnected, due, phaseConnected, ""},
 		{phaseConnected, probe, phaseConnected, ""},
 		{phaseConnected, remove, phaseGone, "Disconnected Removed OnClose forget"},
@@ -213,6 +224,7 @@ func TestStepTable(t *testing.T) {
 
 		{phaseOpen, miss, phaseOpen, "reply:rejected"},
 		{phaseOpen, report, phaseOpen, ""},
+		{phaseOpen, trip, phaseOpen, ""},
 		{phaseOpen, due, phaseProbing, "BreakerHalfOpen launch"},
 		{phaseOpen, probe, phaseProbing, "BreakerHalfOpen launch probe-off"},
 		{phaseOpen, remove, phaseGone, "Removed probe-off forget"},
@@ -222,6 +234,7 @@ func TestStepTable(t *testing.T) {
 		{phaseProbing, dialOK, phaseConnected, "BreakerClosed Connected wake:client"},
 		{phaseProbing, dialErr, phaseOpen, "BreakerOpened wake:dial failed probe-on"},
 		{phaseProbing, report, phaseProbing, ""},
+		{phaseProbing, trip, phaseProbing, ""},
 		{phaseProbing, due, phaseProbing, ""},
 		{phaseProbing, probe, phaseProbing, ""},
 		{phaseProbing, remove, phaseRemoved, "Removed cancel wake:cluster removed"},
@@ -231,6 +244,7 @@ func TestStepTable(t *testing.T) {
 		{phaseRemoved, dialOK, phaseGone, "OnClose forget"},
 		{phaseRemoved, dialErr, phaseGone, "forget"},
 		{phaseRemoved, report, phaseRemoved, ""},
+		{phaseRemoved, trip, phaseRemoved, ""},
 		{phaseRemoved, due, phaseRemoved, ""},
 		{phaseRemoved, probe, phaseDialing, "launch"},
 		{phaseRemoved, remove, phaseRemoved, "Removed"},
@@ -239,6 +253,7 @@ func TestStepTable(t *testing.T) {
 		{phaseGone, miss, phaseGone, "retry"},
 		{phaseGone, due, phaseGone, "retry"},
 		{phaseGone, report, phaseGone, "retry"},
+		{phaseGone, trip, phaseGone, "retry"},
 		{phaseGone, probe, phaseGone, "retry"},
 		{phaseGone, remove, phaseGone, "retry"},
 		{phaseGone, closing, phaseGone, "retry"},

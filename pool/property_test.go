@@ -381,6 +381,16 @@ func checkGet(rt *rapid.T, g *getRecord) {
 // checkEntries: a cached client is open; an open breaker probes within
 // MaxOpenTimeout.
 func checkEntries(rt *rapid.T, p *Pool[string, *client], opts Options[string, *client]) {
+	p.entries.Range(func(k, v any) bool {
+		e := v.(*entry[string, *client])
+		e.mu.Lock()
+		err, ph := e.invariants(time.Now()), e.phase()
+		e.mu.Unlock()
+		if err != nil || ph == phaseGone {
+			rt.Fatalf("cluster %s (%v): %v", k, ph, err)
+		}
+		return true
+	})
 	for _, k := range propKeys {
 		if c, ok := p.Peek(k); ok && c.closed.Load() != 0 {
 			rt.Fatalf("cluster %s: the cached client was closed", k)
