@@ -25,11 +25,14 @@
 //     itself. When the probe succeeds the breaker is closed, with nothing
 //     counted: the next failure starts a new gobreaker.
 //
-// The state lives in the Breaker's own state field (closed, open,
+// The state lives in the Machine's own state field (closed, open,
 // half-open) and, while closed, in gobreaker's counts; nothing mirrors them.
-// Every call into gobreaker is made with the Breaker's mutex held, and only
-// this package's own error and ReadyToTrip ever reach it: no user code runs
-// under either lock.
+// A [Machine] is the breaker as a value, with no lock and no clock (every
+// method takes now): the functional core, for an owner that already
+// serializes access (the pool keeps one per cluster under its entry's
+// lock). A [Breaker] is a Machine behind a mutex that reads the clock.
+// Only this package's own error and ReadyToTrip ever reach gobreaker: no
+// user code runs under its lock or the Breaker's.
 //
 // The state machine is the classic one:
 //
