@@ -72,11 +72,7 @@ func (p *Pool[K, C]) expire(c *call[K, C]) {
 // held, then steps c's entry with the dial's end.
 func (p *Pool[K, C]) finish(c *call[K, C], r result[C]) {
 	e := c.e
-	e.mu.Lock()
-	first := !c.settled
-	c.settled = true
-	e.mu.Unlock()
-	if !first {
+	if !c.settled.CompareAndSwap(false, true) {
 		if r.end.dialer() && !isZero(r.client) {
 			p.closeClient(e.key, r.client)
 		}

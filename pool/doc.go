@@ -76,7 +76,7 @@
 // holding locks above it; none is held while user code runs):
 //
 //  1. entry.mu: one key's state (entryState and its breaker.Machine, the
-//     views client and reject, call.settled and call.answered). Held around
+//     views client and reject, call.answered). Held around
 //     entry.step and its view (Pool.step, Pool.view) and by the readers
 //     State, Keys, finish and drain, never two entries' at once. Taken
 //     under it: only gobreaker's own mutex (inside breaker.Machine, which

@@ -116,10 +116,11 @@ type call[K comparable, C any] struct {
 	started  atomic.Int64 // UnixNano when the dialer was called; 0 while queued
 	deadline atomic.Int64 // UnixNano of the enforced DialTimeout; 0 while queued
 
-	// Guarded by the entry's mu (done is closed under it too, and may be
-	// closed before the call is settled: Remove wakes waiters at once):
-	settled  bool // finish took the call's end, once
-	answered bool // its waiters have their result (done is closed)
+	settled atomic.Bool // finish took the call's end, once
+	// answered: its waiters have their result (done is closed under the
+	// entry's mu, maybe before the call is settled: Remove wakes waiters
+	// at once). Guarded by the entry's mu.
+	answered bool
 
 	// Guarded by the pool's lanes.mu. ctx is made when the dial starts (a
 	// queued dial has none: thousands of children of the pool's context
