@@ -95,7 +95,7 @@ type input[K comparable, C any] struct {
 	call   *call[K, C]
 	res    result[C]
 	o      breaker.Outcome
-	ver    uint64
+	ver    uint32
 }
 
 // reply is what a Get does after inMiss: take client, return err, retry

@@ -71,7 +71,7 @@ type ended[K comparable, C any] struct {
 // probeTimer is a version of an entry's probe timer: due at at, or
 // disarmed (zero at).
 type probeTimer struct {
-	ver uint64
+	ver uint32
 	at  time.Time
 }
 
@@ -80,8 +80,8 @@ type probeTimer struct {
 // map), and runs the other effects once the lock is released. It returns
 // the step's reply (for inMiss).
 func (p *Pool[K, C]) step(e *entry[K, C], in input[K, C]) reply[K, C] {
-	in.now, in.closed = time.Now(), p.closed.Load()
 	e.mu.Lock()
+	in.now, in.closed = time.Now(), p.closed.Load() // under the lock: the key's steps see time advance
 	fx := e.step(in)
 	p.view(e, &fx)
 	e.mu.Unlock()
@@ -99,9 +99,10 @@ func (p *Pool[K, C]) view(e *entry[K, C], fx *effects[K, C]) {
 		}
 	}
 	if len(fx.events) > 0 {
-		fx.drain = !e.ls.draining
-		e.ls.outbox = append(e.ls.outbox, fx.events...)
-		e.ls.draining = true
+		if fx.drain = e.ls.outbox == nil; fx.drain {
+			e.ls.outbox = new([]Event[K])
+		}
+		*e.ls.outbox = append(*e.ls.outbox, fx.events...)
 	}
 	for _, w := range fx.wake {
 		w.call.client, w.call.err = w.client, w.err
@@ -156,9 +157,11 @@ func (p *Pool[K, C]) run(e *entry[K, C], fx *effects[K, C]) {
 func (p *Pool[K, C]) drain(e *entry[K, C]) {
 	for {
 		e.mu.Lock()
-		evs := e.ls.outbox
-		e.ls.outbox = nil
-		e.ls.draining = len(evs) > 0
+		evs := *e.ls.outbox
+		*e.ls.outbox = nil
+		if len(evs) == 0 {
+			e.ls.outbox = nil // drained
+		}
 		e.mu.Unlock()
 		if len(evs) == 0 {
 			return

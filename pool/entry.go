@@ -34,7 +34,7 @@ type entry[K comparable, C any] struct {
 	mu sync.Mutex
 	ls entryState[K, C] // guarded by mu
 
-	probeTimer slot // armed by the shell with ls.probeVer; guarded by timers.mu
+	probeTimer *slot // armed by the shell with ls.probeVer (nil until then); guarded by timers.mu
 }
 
 // entryState is everything of an entry that its mu guards.
@@ -45,27 +45,27 @@ type entryState[K comparable, C any] struct {
 	// one that was running when Report opened the breaker.
 	call *call[K, C]
 	// pending counts dials of the key not yet settled, call included.
-	pending int
+	pending int32
+	// probeVer is the version of the probe timer that fires the probe
+	// (setProbe; it wraps after 2³² changes of one key's probe).
+	probeVer uint32
 	// sem holds one permit per running dial of the key
 	// (MaxConcurrentDials): made for the first pending dial, dropped when
 	// none is left (each call keeps its own pointer for the lanes).
 	sem *semaphore.Weighted
 	gen uint64 // bumped by Remove; older dials never cache
 	// probeAt is when the half-open probe is due (Unix nanoseconds; 0:
-	// none scheduled), probeVer the version of the probe timer that
-	// fires it (setProbe).
-	probeAt  int64
-	probeVer uint64
+	// none scheduled).
+	probeAt int64
 	// lastTook is how long the key's last dial took, whatever its outcome
 	// (0: none yet; a canceled dial does not count).
 	lastTook time.Duration
 	probes   probeLog // the key's dials and reported outcomes, for State
-	// outbox holds events not yet published; draining is set while a
-	// goroutine publishes them (Pool.drain).
-	outbox   []Event[K]
-	draining bool
-	removed  bool // Remove ran and nothing used the entry since
-	dead     bool // deleted from the map: a Get that finds it retries
+	// outbox holds events not yet published while a goroutine publishes
+	// them (Pool.drain); nil otherwise.
+	outbox  *[]Event[K]
+	removed bool // Remove ran and nothing used the entry since
+	dead    bool // deleted from the map: a Get that finds it retries
 }
 
 // breakerState is the breaker's state as the pool last applied it, read

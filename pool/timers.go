@@ -69,14 +69,18 @@ func (t *timers) pushLocked(at time.Time, fire func(*timer)) *timer {
 // order; the latest version wins. Guarded by timers.mu.
 type slot struct {
 	t   *timer
-	ver uint64
+	ver uint32
 }
 
-// set arms s for at with version ver (a zero at disarms it), unless s
-// holds ver or a later version already.
-func (t *timers) set(s *slot, ver uint64, at time.Time, fire func(*timer)) {
+// set arms *sp for at with version ver (a zero at disarms it), unless it
+// holds ver or a later version already; a nil *sp is made.
+func (t *timers) set(sp **slot, ver uint32, at time.Time, fire func(*timer)) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if *sp == nil {
+		*sp = &slot{}
+	}
+	s := *sp
 	if ver <= s.ver {
 		return
 	}
