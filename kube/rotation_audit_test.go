@@ -1,8 +1,6 @@
 package kube
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -70,20 +68,8 @@ func startRotationEnv(t *testing.T, tokenUsers, certUsers []string) *rotationEnv
 	return e
 }
 
-// auditEvent is the part of an audit.k8s.io/v1 Event the test reads.
-type auditEvent struct {
-	AuditID    string `json:"auditID"`
-	Stage      string `json:"stage"`
-	Verb       string `json:"verb"`
-	RequestURI string `json:"requestURI"`
-	User       struct {
-		Username string `json:"username"`
-	} `json:"user"`
-	ResponseStatus *struct {
-		Code int `json:"code"`
-	} `json:"responseStatus"`
-	Received time.Time `json:"requestReceivedTimestamp"`
-}
+// auditEvent is an audit log event.
+type auditEvent = envtestutil.AuditEvent
 
 // audit reads the audit log.
 func (e *rotationEnv) audit(t *testing.T) []auditEvent {
@@ -93,17 +79,11 @@ func (e *rotationEnv) audit(t *testing.T) []auditEvent {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var out []auditEvent
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var ev auditEvent
-		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			t.Fatalf("audit log: %v", err)
-		}
-		out = append(out, ev)
+	evs, _, err := envtestutil.ReadAudit(f)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	return evs
 }
 
 // auditCounts are the requests of the rotating identities received since

@@ -1,29 +1,17 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/clusterpool/clusterpool/internal/envtestutil"
 )
 
-// auditEvent is the part of an audit.k8s.io/v1 Event the rotation run
-// reads.
-type auditEvent struct {
-	Stage      string `json:"stage"`
-	Verb       string `json:"verb"`
-	RequestURI string `json:"requestURI"`
-	User       struct {
-		Username string `json:"username"`
-	} `json:"user"`
-	ResponseStatus *struct {
-		Code int `json:"code"`
-	} `json:"responseStatus"`
-	Received time.Time `json:"requestReceivedTimestamp"`
-}
+// auditEvent is an audit log event.
+type auditEvent = envtestutil.AuditEvent
 
 // request is one completed request of a peer as the audit log shows it.
 type request struct {
@@ -106,21 +94,13 @@ func (l *auditLog) read(peer string) ([]request, error) {
 	if _, err := f.Seek(l.offset, io.SeekStart); err != nil {
 		return nil, err
 	}
+	evs, n, err := envtestutil.ReadAudit(f)
+	l.offset += n
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", l.file, err)
+	}
 	var out []request
-	r := bufio.NewReaderSize(f, 1<<20)
-	for {
-		line, err := r.ReadBytes('\n')
-		if err == io.EOF {
-			break // a partial last line is read next time
-		}
-		if err != nil {
-			return nil, err
-		}
-		l.offset += int64(len(line))
-		var ev auditEvent
-		if err := json.Unmarshal(line, &ev); err != nil {
-			return nil, fmt.Errorf("%s: %w", l.file, err)
-		}
+	for _, ev := range evs {
 		if req, ok := classify(ev, peer); ok {
 			out = append(out, req)
 		}
