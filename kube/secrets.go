@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/clusterpool/clusterpool/breaker"
+	"github.com/clusterpool/clusterpool/pool"
 )
 
 // SecretWatcher acts as soon as a cluster's kubeconfig Secret changes,
@@ -49,7 +51,10 @@ import (
 //     is picked up by the next change.
 //
 // A cluster whose breaker is open is probed at once, since the new
-// credentials may be what it lacked.
+// credentials may be what it lacked. A cluster that is dialing when its
+// Secret changes may connect with the credentials it read before: the
+// watcher keeps the Secret and checks it again when the pool says the
+// cluster connected (its Connected event), as if it had changed then.
 type SecretWatcher struct {
 	Informers cache.Informers
 	Pool      ClusterPool
@@ -77,6 +82,12 @@ type SecretWatcher struct {
 	// kubeconfig Secret whose new content was refused (the manager's
 	// GetEventRecorderFor fits).
 	Recorder record.EventRecorder
+
+	mu sync.Mutex
+	// dialing holds the latest changed Secret of each cluster that was
+	// dialing when it changed, until the cluster connects (checked then)
+	// or is removed.
+	dialing map[client.ObjectKey]*corev1.Secret
 }
 
 // Start registers the handler and returns once ctx is done.
@@ -96,8 +107,57 @@ func (w *SecretWatcher) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("kube: Secret handler: %w", err)
 	}
-	<-ctx.Done()
-	return inf.RemoveEventHandler(reg)
+	events := w.Pool.Subscribe(ctx)
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok { // the pool closed: nothing connects any more
+				events = nil
+				continue
+			}
+			w.event(ev)
+		case <-ctx.Done():
+			return inf.RemoveEventHandler(reg)
+		}
+	}
+}
+
+// event checks again, once a cluster connected, a Secret that changed
+// while it was dialing, and forgets it when the cluster is removed.
+func (w *SecretWatcher) event(ev pool.Event[client.ObjectKey]) {
+	switch ev.Type {
+	case pool.Connected:
+		if s := w.take(ev.Key); s != nil {
+			w.changed(s)
+		}
+	case pool.Removed:
+		w.take(ev.Key)
+	}
+}
+
+// keep holds s, the changed Secret of cluster key that is dialing, for
+// when it connects; if it connected meanwhile, s is checked now.
+func (w *SecretWatcher) keep(key client.ObjectKey, s *corev1.Secret) {
+	w.mu.Lock()
+	if w.dialing == nil {
+		w.dialing = map[client.ObjectKey]*corev1.Secret{}
+	}
+	w.dialing[key] = s
+	w.mu.Unlock()
+	if _, ok := w.Pool.Peek(key); ok { // its Connected event may have come before
+		if s := w.take(key); s != nil {
+			w.changed(s)
+		}
+	}
+}
+
+// take returns and forgets the Secret kept for key, or nil.
+func (w *SecretWatcher) take(key client.ObjectKey) *corev1.Secret {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s := w.dialing[key]
+	delete(w.dialing, key)
+	return s
 }
 
 // changed handles a kubeconfig Secret that was added, or whose kubeconfig
@@ -116,6 +176,9 @@ func (w *SecretWatcher) changed(obj any) {
 		st := w.Pool.State(key)
 		if (st.Known && st.Breaker != breaker.StateClosed) || (w.Connect && !st.Dialing) {
 			w.Pool.Probe(key)
+		}
+		if st.Dialing { // a dial or probe may connect with what it read before this change
+			w.keep(key, s)
 		}
 		return
 	}

@@ -96,3 +96,36 @@ func TestSecretWatcherAdmit(t *testing.T) {
 		t.Fatalf("calls %v, want %v", got, want)
 	}
 }
+
+// A Secret that changes while its cluster is dialing is checked again when
+// the cluster connects: a cluster that connected with the credentials it
+// read before the change is redone (the fake cluster cannot rotate in
+// place: Remove, then Probe), one that read the new ones is left alone, and
+// each kept Secret is checked once. Removed forgets a kept Secret.
+func TestSecretWatcherChecksAgainOnConnect(t *testing.T) {
+	srv := httptest.NewServer(nil)
+	defer srv.Close()
+	stale, fresh := client.ObjectKey{Namespace: "f", Name: "stale"}, client.ObjectKey{Namespace: "f", Name: "fresh"}
+	gone := client.ObjectKey{Namespace: "f", Name: "gone"}
+	fp := newFakePool()
+	for _, k := range []client.ObjectKey{stale, fresh, gone} {
+		fp.states[k] = pool.ClusterState{Known: true, Dialing: true}
+	}
+	w := &SecretWatcher{Pool: fp}
+	for _, k := range []client.ObjectKey{stale, fresh, gone} {
+		w.changed(kubeconfigSecret(k, "B"))
+	}
+	if got := fp.callLog(); len(got) != 0 {
+		t.Fatalf("while dialing: calls %v, want none", got)
+	}
+	fp.connect(fakeCluster(stale, srv, KubeconfigRevision([]byte("A")))) // read before the change
+	fp.connect(fakeCluster(fresh, srv, KubeconfigRevision([]byte("B"))))
+	w.event(pool.Event[client.ObjectKey]{Type: pool.Removed, Key: gone})
+	fp.connect(fakeCluster(gone, srv, KubeconfigRevision([]byte("A"))))
+	for _, k := range []client.ObjectKey{stale, fresh, gone, stale} {
+		w.event(pool.Event[client.ObjectKey]{Type: pool.Connected, Key: k})
+	}
+	if got, want := fp.callLog(), []string{"remove f/stale", "probe f/stale"}; !slices.Equal(got, want) {
+		t.Fatalf("calls %v, want %v", got, want)
+	}
+}
