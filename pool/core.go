@@ -110,7 +110,7 @@ type reply[K comparable, C any] struct {
 
 // step applies in to e and returns what is left to do. Needs e.mu.
 func (e *entry[K, C]) step(in input[K, C]) effects[K, C] {
-	fx := effects[K, C]{name: e.name}
+	var fx effects[K, C]
 	if e.ls.dead && in.kind != inDialEnded {
 		fx.reply.retry = true // every other input is for the map's entry
 		return fx

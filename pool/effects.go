@@ -41,7 +41,6 @@ type effects[K comparable, C any] struct {
 	// sample is a successful dial's duration for the latency estimate; 0
 	// if none.
 	sample time.Duration
-	name   string // the entry's formatted key, for notes
 
 	reply reply[K, C] // inMiss: what the Get does
 }
@@ -137,7 +136,7 @@ func (p *Pool[K, C]) run(e *entry[K, C], fx *effects[K, C]) {
 		}
 	}
 	for _, n := range fx.notes {
-		p.rec.Transition(n.call.spanOrNil(), fx.name, n.tr.From.String(), n.tr.To.String(), n.tr.OpenFor)
+		p.rec.Transition(n.call.spanOrNil(), e.name, n.tr.From.String(), n.tr.To.String(), n.tr.OpenFor)
 	}
 	for _, d := range fx.ended {
 		p.rec.EndDial(d.call.spanOrNil(), d.res, d.took, d.err)
