@@ -127,9 +127,7 @@ func (w *SecretWatcher) Start(ctx context.Context) error {
 func (w *SecretWatcher) event(ev pool.Event[client.ObjectKey]) {
 	switch ev.Type {
 	case pool.Connected:
-		if s := w.take(ev.Key); s != nil {
-			w.changed(s)
-		}
+		w.recheck(ev.Key)
 	case pool.Removed:
 		w.take(ev.Key)
 	}
@@ -145,9 +143,14 @@ func (w *SecretWatcher) keep(key client.ObjectKey, s *corev1.Secret) {
 	w.dialing[key] = s
 	w.mu.Unlock()
 	if _, ok := w.Pool.Peek(key); ok { // its Connected event may have come before
-		if s := w.take(key); s != nil {
-			w.changed(s)
-		}
+		w.recheck(key)
+	}
+}
+
+// recheck looks again at the Secret kept for key, if any, as changed.
+func (w *SecretWatcher) recheck(key client.ObjectKey) {
+	if s := w.take(key); s != nil {
+		w.changed(s)
 	}
 }
 
