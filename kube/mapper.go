@@ -43,13 +43,10 @@ func (t *mapperTable) newDiscoveryMapper(cfg *rest.Config, hc *http.Client) *dis
 // CRD installed since, or a discovery that failed then).
 func lookup[T any](m *discoveryMapper, f func(meta.RESTMapper) (T, error)) (T, error) {
 	var zero T
-	s := m.cur.Load()
-	fresh := s == nil
-	if fresh {
-		var err error
-		if s, err = m.load(nil); err != nil {
-			return zero, err
-		}
+	fresh := m.cur.Load() == nil
+	s, err := m.current()
+	if err != nil {
+		return zero, err
 	}
 	res, err := f(s.RESTMapper)
 	if fresh || s.dynamic || !meta.IsNoMatchError(err) {
@@ -59,6 +56,14 @@ func lookup[T any](m *discoveryMapper, f func(meta.RESTMapper) (T, error)) (T, e
 		return zero, err
 	}
 	return f(s.RESTMapper)
+}
+
+// current is m's mapping, read from the cluster's discovery if m has none.
+func (m *discoveryMapper) current() (*mapping, error) {
+	if s := m.cur.Load(); s != nil {
+		return s, nil
+	}
+	return m.load(nil)
 }
 
 // load reads the cluster's discovery and makes its mapping m's, unless
@@ -137,12 +142,9 @@ func (m *discoveryMapper) RESTMappings(gk schema.GroupKind, versions ...string) 
 // ResourceSingularizer implements meta.RESTMapper; like the dynamic
 // RESTMapper's, it reads no discovery again.
 func (m *discoveryMapper) ResourceSingularizer(resource string) (string, error) {
-	s := m.cur.Load()
-	if s == nil {
-		var err error
-		if s, err = m.load(nil); err != nil {
-			return "", err
-		}
+	s, err := m.current()
+	if err != nil {
+		return "", err
 	}
 	return s.ResourceSingularizer(resource)
 }
