@@ -203,17 +203,17 @@ func dumpSpans(r *tracetest.SpanRecorder) string {
 	for _, s := range r.Ended() {
 		fmt.Fprintf(&b, "span %s status %v %s\n", s.Name(), s.Status().Code, s.Status().Description)
 		for _, kv := range s.Attributes() {
-			fmt.Fprintf(&b, "  %s=%s\n", kv.Key, kv.Value.String())
+			fmt.Fprintf(&b, "  %s=%v\n", kv.Key, kv.Value.AsInterface())
 		}
 		for _, e := range s.Events() {
 			fmt.Fprintf(&b, "  event %s\n", e.Name)
 			for _, kv := range e.Attributes {
-				fmt.Fprintf(&b, "    %s=%s\n", kv.Key, kv.Value.String())
+				fmt.Fprintf(&b, "    %s=%v\n", kv.Key, kv.Value.AsInterface())
 			}
 		}
 		for _, l := range s.Links() {
 			for _, kv := range l.Attributes {
-				fmt.Fprintf(&b, "  link %s=%s\n", kv.Key, kv.Value.String())
+				fmt.Fprintf(&b, "  link %s=%v\n", kv.Key, kv.Value.AsInterface())
 			}
 		}
 	}
