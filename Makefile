@@ -19,7 +19,7 @@ JAEGER_VERSION := v1.75.0
 export JAEGER_BIN := $(BIN)/jaeger-$(JAEGER_VERSION)
 DEMO_FLAGS  ?= -duration 60s -flap 20s
 
-.PHONY: all test vet lint fmt bench bench-scale bench-mhc bench-rotation capi-conformance capi-conformance-adapter bench-scenarios bench-scenarios-realtime bench-peers bench-peers-smoke soak demo demo-replicas demo-herd bench-shard tools clean envtest-assets crds jaeger jaeger-bin trace-picture
+.PHONY: all test test-newest adoption vet lint fmt bench bench-scale bench-mhc bench-rotation capi-conformance capi-conformance-adapter bench-scenarios bench-scenarios-realtime bench-peers bench-peers-smoke soak demo demo-replicas demo-herd bench-shard tools clean envtest-assets crds jaeger jaeger-bin trace-picture
 
 all: lint test
 
@@ -33,6 +33,18 @@ test: vet envtest-assets jaeger-bin
 	cd bench/peers/workload && $(GO) test -race -count=1 ./...
 	cd bench/peers/capi && $(GO) test -race -count=1 ./...
 	$(MAKE) bench-peers-smoke
+
+## test-newest: the newest end of the supported range. In copies of the library
+## modules' go.mod (bin/newest), controller-runtime, k8s.io (one release), OpenTelemetry
+## and Prometheus go to the newest served releases; then build, vet and test (.ci/run).
+test-newest: envtest-assets jaeger-bin
+	bash hack/test-newest.sh
+
+## adoption: a provider's switch, done on a copy of Cluster API v1.14.2: the import swapped
+## in its three managers, the require added, go mod tidy; fails if any of Cluster API's
+## require lines changes version; builds ./core; prints the go.mod diff (.ci/run).
+adoption:
+	bash hack/adoption.sh
 
 vet:
 	$(GO) vet ./...
