@@ -6,14 +6,11 @@
 # A quick start is the ```go block that follows a line
 # `<!-- quickstart:NAME -->` (NAME: letters, digits, - and _). Each is a whole
 # program (package main, its imports). It is written to bin/readme/NAME/main.go
-# and checked with `go vet`:
-#   - a block that imports no Cluster API package is a package of the root
-#     module (github.com/clusterpool/clusterpool/bin/readme/NAME), built
-#     against the root go.mod as a user's program would be;
-#   - a block that imports sigs.k8s.io/cluster-api (the root module must not
-#     require it) is a module of its own whose requirements are those of
-#     examples/capi (Cluster API types), with clusterpool replaced by this
-#     working tree.
+# built as a user would: in a new module (go mod init), the README's install
+# block (the ```sh block after `<!-- install -->`) is run line by line, with
+# `go get github.com/clusterpool/clusterpool...` standing for a require of
+# this working tree (a replace, as a published version would be fetched),
+# then `go vet`. So a quick start needs nothing the README does not show.
 # Blocks must be gofmt'ed. The kube and pool quick starts must be there, and a
 # malformed marker fails (a typo must not drop a block silently). bin/ is
 # gitignored; bin/readme is removed on exit, so `go test ./...` of the root
@@ -57,35 +54,42 @@ for required in kube pool; do
   fi
 done
 
+# The install block: its lines, in order.
+install=$(awk '
+  /^<!-- install -->[[:space:]]*$/ { want = 1; next }
+  want && /^```sh[[:space:]]*$/ { inb = 1; want = 0; next }
+  inb && /^```[[:space:]]*$/ { exit }
+  inb { sub(/[[:space:]]*#.*$/, ""); if ($0 != "") print }
+' "$readme")
+if ! grep -q '^go get github.com/clusterpool/clusterpool' <<< "$install"; then
+  echo "check-readme: $readme has no <!-- install --> sh block that gets github.com/clusterpool/clusterpool" >&2
+  exit 1
+fi
+
 bad=0
 for name in $names; do
   dir=$out/$name
-  if grep -q '"sigs.k8s.io/cluster-api' "$dir/main.go"; then
-    # A module of its own: examples/capi's requirements and sums, its
-    # relative replaces made absolute, the module renamed.
-    sed -e "s|^module .*|module readme/$name|" \
-        -e "s|=> \.\./\.\.|=> $root|" examples/capi/go.mod > "$dir/go.mod"
-    cp examples/capi/go.sum "$dir/go.sum"
-    if ! grep -q "=> $root\$" "$dir/go.mod"; then
-      echo "check-readme: examples/capi/go.mod no longer replaces clusterpool with ../.." >&2
-      exit 1
-    fi
-    where="its own module (examples/capi's requirements)"
-    run=(env GOWORK=off GOFLAGS=-mod=readonly go vet .)
-    rundir=$dir
-  else
-    where="the root module"
-    run=(env GOWORK=off GOFLAGS=-mod=readonly go vet "./$dir")
-    rundir=$root
-  fi
-  echo "check-readme: quickstart:$name ($where): gofmt, go vet"
+  echo "check-readme: quickstart:$name: a new module, the install block, gofmt, go vet"
   if [ -n "$(gofmt -l "$dir/main.go")" ]; then
     echo "check-readme: README.md quickstart:$name is not gofmt'ed:" >&2
     gofmt -d "$dir/main.go" >&2 || true
     bad=1
   fi
-  if ! (cd "$rundir" && "${run[@]}"); then
-    echo "check-readme: README.md quickstart:$name does not compile (the failing code is the README's block)" >&2
+  if ! (
+    cd "$dir"
+    export GOWORK=off GOFLAGS=
+    go mod init "readme/$name" 2>/dev/null
+    while read -r line; do
+      case "$line" in
+        "go get github.com/clusterpool/clusterpool"*)
+          go mod edit -require=github.com/clusterpool/clusterpool@v0.0.0 -replace=github.com/clusterpool/clusterpool="$root" ;;
+        "go "*) read -ra argv <<< "$line"; "${argv[@]}" > cmd.log 2>&1 || { cat cmd.log >&2; exit 1; } ;;
+        *) echo "check-readme: the install block runs only go commands: $line" >&2; exit 1 ;;
+      esac
+    done <<< "$install"
+    go vet .
+  ); then
+    echo "check-readme: README.md quickstart:$name does not build after the install block" >&2
     bad=1
   fi
 done
