@@ -62,7 +62,7 @@ func newClusterCache(env Env) (Strategy, error) {
 			defer s.wg.Done()
 			for {
 				c, shutdown := s.q.Get()
-				if shutdown {
+				if shutdown || c < 0 { // c < 0: stopWorkers
 					return
 				}
 				if d := s.reconcile(c); d > 0 {
@@ -158,6 +158,5 @@ func (s *clusterCache) Clients() int {
 
 func (s *clusterCache) Close() {
 	s.end()
-	s.q.ShutDown()
-	s.wg.Wait()
+	stopWorkers(s.q, ccWorkers, &s.wg)
 }

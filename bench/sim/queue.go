@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -39,4 +40,19 @@ func defaultControllerRateLimiter[T comparable](w *World) workqueue.TypedRateLim
 		workqueue.NewTypedItemExponentialFailureRateLimiter[T](w.Scaled(5*time.Millisecond), w.Scaled(1000*time.Second)),
 		&workqueue.TypedBucketRateLimiter[T]{Limiter: rate.NewLimiter(rate.Limit(10/w.scale), 100)},
 	)
+}
+
+// stopWorkers ends the n workers serving q, then shuts q down. Rather than
+// shutting q down under them, it hands each worker a stop item (a negative
+// key, which workers return on): controller-runtime v0.24's priority queue,
+// handing a ready item to a worker that ShutDown has just released from
+// Get, blocks on that send holding its lock, and every later Done waits
+// forever (fixed in v0.25; the go.mod floor is v0.24.1). With no worker
+// left in Get, ShutDown hands out nothing.
+func stopWorkers(q workqueue.TypedRateLimitingInterface[int], n int, wg *sync.WaitGroup) {
+	for i := range n {
+		q.Add(-1 - i)
+	}
+	wg.Wait()
+	q.ShutDown()
 }

@@ -131,8 +131,7 @@ func Run(ctx context.Context, sc Scenario, strategy string, cfg Config) (Result,
 	}
 	r.ended.Store(true)
 	cancel()
-	r.q.ShutDown()
-	wg.Wait()
+	stopWorkers(r.q, cfg.Workers, &wg)
 	clients := s.Clients()
 	s.Close()
 	return r.result(strategy, elapsed, clients, mem), nil
@@ -155,10 +154,12 @@ func (r *run) enqueue(c int) {
 func (r *run) worker(st *workerStats) {
 	for {
 		o, shutdown := r.q.Get()
-		if shutdown {
+		if shutdown || o < 0 { // o < 0: stopWorkers
 			return
 		}
-		r.process(o, st)
+		if !r.ended.Load() {
+			r.process(o, st)
+		}
 		r.q.Done(o)
 	}
 }
