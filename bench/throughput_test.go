@@ -63,7 +63,7 @@ func BenchmarkDialThroughput(b *testing.B) {
 				base := runtime.NumGoroutine()
 				peak := 0
 				for i := range clusters {
-					p.Probe(strconv.Itoa(i)) // queued; Connected tells
+					p.Connect(strconv.Itoa(i)) // queued; Connected tells
 					if i%500 == 0 {
 						peak = max(peak, runtime.NumGoroutine()-base)
 					}

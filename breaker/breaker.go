@@ -40,29 +40,22 @@ var errFailure = errors.New("breaker: failure")
 // Transition is one change of state, as returned by the method that caused it.
 type Transition struct {
 	From, To State
-	// OpenFor is the length of the open period that starts with this
-	// transition; zero unless To is StateOpen.
-	OpenFor time.Duration
-	// At is when the transition happened.
-	At time.Time
+	OpenFor  time.Duration // the open period it starts; zero unless To is StateOpen
+	At       time.Time
 }
 
 // Snapshot is the state of a Breaker at one instant.
 type Snapshot struct {
-	State State
-	// ConsecutiveFailures counts failures in a row while closed; zero
-	// otherwise.
-	ConsecutiveFailures uint32
-	// Opens is the number of open periods in a row since the breaker was last
+	State               State
+	ConsecutiveFailures uint32 // failures in a row while closed
+	// Opens is the number of open periods in a row since the breaker last
 	// closed: 1 after the trip, 2 after the first failed probe, and so on.
-	Opens uint32
-	// OpenUntil is when the current open period ends; zero unless open.
-	OpenUntil time.Time
+	Opens     uint32
+	OpenUntil time.Time // end of the current open period; zero unless open
 }
 
 // Breaker is a circuit breaker with a growing open period: a [Machine]
-// behind a mutex, reading the clock. It is safe for concurrent use. Create
-// it with [New].
+// behind a mutex, reading the clock; safe for concurrent use.
 type Breaker struct {
 	mu sync.Mutex // guards m; every call into gobreaker is made with it held
 	m  Machine
@@ -81,12 +74,11 @@ func New(s Settings) (*Breaker, error) {
 // Settings returns the settings in force, defaults applied.
 func (b *Breaker) Settings() Settings { return b.m.s }
 
-// Allow asks for permission for one request. While closed it always grants
-// it. While open it returns ErrOpen until the open period is over; then it
-// grants exactly one ticket, the probe, and the first probe of an open
-// period moves the breaker to half-open (see [Ticket.Transition]). While
-// the probe is out it returns ErrOpen; a discarded probe lets the next
-// Allow be the probe.
+// Allow asks for permission for one request: always granted while closed;
+// while open ErrOpen until the period is over, then exactly one ticket,
+// the probe, which moves the breaker to half-open ([Ticket.Transition]);
+// ErrOpen while the probe is out (a discarded one lets the next Allow be
+// the probe).
 func (b *Breaker) Allow() (Ticket, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -97,9 +89,8 @@ func (b *Breaker) Allow() (Ticket, error) {
 	return t, err
 }
 
-// Expire ends the current open period now, so that the next Allow is the
-// half-open probe. It does nothing unless the breaker is open. It is for an
-// outside reason to retry early (new credentials, an operator's request).
+// Expire ends an open breaker's period now, so that the next Allow is the
+// probe: for an outside reason to retry early (an operator's request).
 func (b *Breaker) Expire() {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -7,25 +7,23 @@ import (
 )
 
 // Machine is the breaker's functional core: a [Breaker]'s whole state as a
-// value, with no lock and no clock (every method takes now; the jitter's
-// randomness is its only other input). A Breaker is a Machine behind a
-// mutex that reads the clock. Use a Machine where the breaker is part of a
-// larger state machine whose owner already serializes access, as the pool
-// does under its entry's lock; it is not safe for concurrent use.
-//
-// A Machine's tickets are reported with [Machine.Record] and
-// [Machine.Discard]; their own Record, Done and Discard methods do nothing.
+// value, not safe for concurrent use (its owner serializes access, as the
+// pool does under its entry's lock). Its own code takes no lock and reads
+// no clock: every method takes now; the jitter is its only other input. It
+// counts the closed state's failures with a gobreaker.TwoStepCircuitBreaker
+// (made on the first failure, dropped on a success or when it trips), whose
+// calls take gobreaker's own mutex and read time.Now(). That clock decides
+// nothing: with no Interval gobreaker never resets the count by time, and
+// the Machine drops it when it trips, before its Timeout could matter. Its
+// tickets are reported with [Machine.Record] and [Machine.Discard] (their
+// own methods do nothing).
 type Machine struct {
-	s Settings // defaults applied
-	// state is the state as last changed; an open machine whose period is
-	// over reads as half-open (State).
-	state State
-	// cb counts the failures of the closed state: made on the first one,
-	// dropped when the count is back to zero or the machine opens.
-	cb *gobreaker.TwoStepCircuitBreaker[struct{}]
-	// gen counts changes of state: a ticket granted before the last one is
-	// stale.
-	gen       uint32
+	s     Settings // defaults applied
+	state State    // as last changed (open past its period reads half-open)
+	// cb counts the closed state's failures: made on the first, dropped
+	// when the count is back to zero or the machine opens.
+	cb        *gobreaker.TwoStepCircuitBreaker[struct{}]
+	gen       uint32        // changes of state: older tickets are stale
 	opens     uint32        // open periods in a row; 0 while closed
 	probeOut  bool          // half-open: the probe is granted and not reported
 	openFor   time.Duration // length of the last open period; 0 while closed
@@ -43,19 +41,6 @@ func NewMachine(s Settings) (*Machine, error) {
 
 // Settings returns the settings in force, defaults applied.
 func (m *Machine) Settings() Settings { return m.s }
-
-// counter returns the gobreaker that counts the closed state's failures,
-// making it if there is none.
-func (m *Machine) counter() *gobreaker.TwoStepCircuitBreaker[struct{}] {
-	if m.cb == nil {
-		threshold := m.s.ConsecutiveFailures
-		m.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
-			// Runs under gobreaker's own mutex; it reads only its argument.
-			ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= threshold },
-		})
-	}
-	return m.cb
-}
 
 // Allow is [Breaker.Allow] at now.
 func (m *Machine) Allow(now time.Time) (Ticket, error) {
@@ -132,10 +117,17 @@ func (m *Machine) Snapshot(now time.Time) Snapshot {
 	return s
 }
 
-// count feeds a failure of the closed state to gobreaker and opens the
-// machine if gobreaker trips.
+// count feeds a failure of the closed state to gobreaker (made if there is
+// none) and opens the machine if gobreaker trips (it is dropped then).
 func (m *Machine) count(now time.Time) (Transition, bool) {
-	cb := m.counter() // closed: a gobreaker that trips is dropped at once
+	if m.cb == nil {
+		threshold := m.s.ConsecutiveFailures
+		m.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
+			// Runs under gobreaker's own mutex; it reads only its argument.
+			ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= threshold },
+		})
+	}
+	cb := m.cb
 	if done, err := cb.Allow(); err == nil {
 		done(errFailure)
 	}

@@ -17,66 +17,54 @@ const (
 	DefaultJitter              = 0.2
 )
 
-// Settings configures a [Breaker]. The zero value is valid and means the
-// documented defaults.
+// Settings configures a [Breaker]. The zero value means the defaults.
 type Settings struct {
 	// ConsecutiveFailures is how many failures in a row, while closed, open
 	// the breaker. Zero means DefaultConsecutiveFailures (3).
 	ConsecutiveFailures uint32
 
-	// OpenTimeout is the first open period: how long the breaker rejects
-	// before it lets one probe through. Zero means DefaultOpenTimeout (5s).
+	// OpenTimeout is the first open period, before one probe goes through.
+	// Zero means DefaultOpenTimeout (5s).
 	OpenTimeout time.Duration
 
 	// MaxOpenTimeout caps the open period, which doubles after every failed
-	// probe and is never shorter than the period before it until the
-	// breaker closes (after a Trip's MaxOpenTimeout, every failed probe
-	// keeps MaxOpenTimeout, whatever its error). Zero means DefaultMaxOpenTimeout (30s, or OpenTimeout if that is
-	// longer). It must not be below OpenTimeout. A period at the cap is exact
-	// (not jittered), so the cap is the worst-case delay between a dead
-	// cluster coming back and the pool noticing, and one probe per cap (plus
-	// the probe's own hang) is the steady cost of a dead cluster: 30s with a
-	// 10 s dial timeout means one dial per 40 s, 90 per hour, as Cluster
-	// API's ClusterCache (a 10 s connect timeout, then its fixed 30 s
-	// retry).
+	// probe and never shrinks until the breaker closes. A period at the cap
+	// is exact: the cap is the worst delay to notice a dead cluster's
+	// return, and one probe per cap (plus its own hang) a dead cluster's
+	// steady cost: 30s with a 10 s dial timeout is one dial per 40 s, as
+	// ClusterCache (a 10 s connect timeout, then a fixed 30 s retry). Not
+	// below OpenTimeout. Zero means DefaultMaxOpenTimeout (30s, or
+	// OpenTimeout if longer).
 	MaxOpenTimeout time.Duration
 
-	// Jitter is the fraction by which every open period below
-	// MaxOpenTimeout is randomly lengthened or shortened (and capped at
-	// MaxOpenTimeout), so that clusters that failed together do not probe
-	// together while their periods grow; periods at the cap are exact and
-	// keep that spread. Zero means DefaultJitter (0.2, that is ±20 %); it
-	// must be below 1. Set DisableJitter for exact periods.
+	// Jitter is the fraction by which every open period below the cap is
+	// randomly lengthened or shortened, so that clusters that failed
+	// together do not probe together. Below 1; zero means DefaultJitter
+	// (±20 %).
 	Jitter float64
 
 	// DisableJitter makes every open period exact (Jitter is ignored).
 	DisableJitter bool
 
-	// DisableTrip makes Trip outcomes (a dial that hung until its
-	// deadline) plain failures: they count toward ConsecutiveFailures and
-	// open the breaker for the growing period. By default a Trip opens a
-	// closed breaker at once, and every Trip opens it for MaxOpenTimeout:
-	// repeating a request that hung for its whole timeout helps nobody,
-	// and probing such a cluster every MaxOpenTimeout is the steady cost
-	// named above.
+	// DisableTrip makes Trip outcomes (a dial that hung until its deadline)
+	// plain failures. By default a Trip opens a closed breaker at once, and
+	// every Trip opens it for MaxOpenTimeout.
 	DisableTrip bool
 
-	// IsFailure reports whether an outcome counts as a failure. Outcomes for
-	// which it returns false are neither failures nor successes: they do not
-	// change the counts, except for the half-open probe, which always ends
-	// in a decision (an uncounted error re-opens the breaker). It is called
-	// without any lock held; nil means DefaultIsFailure.
+	// IsFailure reports whether an error counts as a failure; others are
+	// neither failure nor success (but re-open a half-open breaker: the
+	// probe ends in a decision). Called with no lock held; nil means
+	// DefaultIsFailure.
 	IsFailure func(err error) bool
 }
 
 // DefaultIsFailure counts every non-nil error as a failure except
-// [context.Canceled], which says the caller gave up, not that the far end is
-// unhealthy. A deadline exceeded (a dial timeout) is a failure.
+// [context.Canceled] (the caller gave up); a deadline exceeded is one.
 func DefaultIsFailure(err error) bool {
 	return err != nil && !errors.Is(err, context.Canceled)
 }
 
-// MaxDuration bounds every duration of Settings (and of the pool's options):
+// MaxDuration bounds every duration of Settings (and the pool's options):
 // a longer one is refused rather than overflowing a deadline.
 const MaxDuration = 365 * 24 * time.Hour
 

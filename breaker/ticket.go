@@ -14,12 +14,10 @@ const (
 	// Ignored counts as neither, except for the half-open probe, which
 	// must end in a decision: an ignored probe outcome is a Failure.
 	Ignored
-	// Trip is a Failure that opens a closed breaker at once, whatever the
-	// count, for MaxOpenTimeout: a failure so costly that repeating it soon
-	// helps nobody, such as a dial that hung until its deadline. Every
-	// later open period stays at MaxOpenTimeout until the breaker closes
-	// (periods never shrink). With Settings.DisableTrip it is a plain
-	// Failure.
+	// Trip is a Failure so costly that repeating it soon helps nobody (a
+	// dial that hung until its deadline): it opens a closed breaker at once
+	// for MaxOpenTimeout, and periods stay there until it closes. With
+	// Settings.DisableTrip it is a plain Failure.
 	Trip
 )
 
@@ -27,25 +25,21 @@ const (
 // its outcome exactly once, with Done, Record or Discard. The zero Ticket
 // was not granted: reporting its outcome does nothing.
 type Ticket struct {
-	b       *Breaker // nil for a Machine's ticket
-	granted bool
-	gen     uint32 // the breaker's gen when granted
-	probe   bool
-	// halfOpenAt is when granting this probe moved the breaker to
-	// half-open; zero otherwise.
-	halfOpenAt time.Time
+	b          *Breaker // nil for a Machine's ticket
+	granted    bool
+	gen        uint32 // the breaker's gen when granted
+	probe      bool
+	halfOpenAt time.Time // when granting this probe made the breaker half-open
 }
 
-// Granted reports whether the ticket was granted by Allow (the zero Ticket
-// was not).
+// Granted reports whether Allow granted the ticket.
 func (t Ticket) Granted() bool { return t.granted }
 
 // Probe reports whether the ticket is the half-open probe.
 func (t Ticket) Probe() bool { return t.probe }
 
-// Transition returns the change of state that granting the ticket caused:
-// open to half-open, for the first probe of an open period (a probe
-// granted after a discarded one causes none).
+// Transition returns the change granting the ticket caused: open to
+// half-open, for the first probe of an open period.
 func (t Ticket) Transition() (Transition, bool) {
 	if t.halfOpenAt.IsZero() {
 		return Transition{}, false
@@ -53,13 +47,10 @@ func (t Ticket) Transition() (Transition, bool) {
 	return Transition{From: StateOpen, To: StateHalfOpen, At: t.halfOpenAt}, true
 }
 
-// Done reports the outcome of the ticket's request: nil is a success, an
-// error is a failure if Settings.IsFailure says so and ignored otherwise
-// (but see [Ticket.Record] for the probe). It returns the transition the
-// outcome caused, if any. Outcomes of tickets granted before the last change
-// of state are ignored. IsFailure runs before any lock is taken: if it
-// panics, the panic reaches the caller and the ticket is still
-// outstanding.
+// Done reports the outcome of the ticket's request, classified (Classify)
+// before any lock is taken (a panic in IsFailure reaches the caller, the
+// ticket still outstanding), and returns the transition it caused, as
+// Record does.
 func (t Ticket) Done(err error) (Transition, bool) {
 	if t.b == nil {
 		return Transition{}, false
@@ -68,7 +59,7 @@ func (t Ticket) Done(err error) (Transition, bool) {
 }
 
 // Classify turns a request's error into an Outcome with
-// Settings.IsFailure: nil is Success. It takes no lock.
+// Settings.IsFailure (nil is Success), taking no lock.
 func (b *Breaker) Classify(err error) Outcome {
 	switch {
 	case err == nil:
@@ -80,10 +71,9 @@ func (b *Breaker) Classify(err error) Outcome {
 }
 
 // Record reports the ticket's classified outcome and returns the transition
-// it caused, if any. It runs no user code. The half-open probe always ends in
-// a decision: Ignored counts as a Failure for it, so a probe whose error the
-// classifier does not count re-opens the breaker for its next period instead
-// of leaving it half-open for ever.
+// it caused, if any; outcomes of tickets granted before the last change of
+// state are ignored. The probe always ends in a decision: Ignored counts as
+// a Failure for it.
 func (t Ticket) Record(o Outcome) (Transition, bool) {
 	if t.b == nil {
 		return Transition{}, false
@@ -93,10 +83,9 @@ func (t Ticket) Record(o Outcome) (Transition, bool) {
 	return t.b.m.Record(t, o, time.Now())
 }
 
-// Discard gives the ticket back without an outcome: it counts as neither
-// success nor failure. A discarded probe leaves the breaker half-open and
-// lets the next Allow be the probe; use it only when the request was
-// abandoned for reasons that are not the far end's (shutdown).
+// Discard gives the ticket back without an outcome. A discarded probe
+// leaves the breaker half-open, the next Allow being the probe: use it only
+// for a request abandoned for reasons not the far end's (shutdown).
 func (t Ticket) Discard() {
 	if t.b == nil {
 		return

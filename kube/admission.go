@@ -15,8 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-
-	"github.com/clusterpool/clusterpool/breaker"
 )
 
 // Admission decides which clusters the pool may dial, from the Cluster
@@ -27,9 +25,9 @@ import (
 //     client stops, its breaker stops probing it) when the object is gone
 //     or Admit refuses it;
 //   - otherwise admits it (Admitted reports true) and, with Connect, asks
-//     the pool to dial it (Pool.Probe) if the pool holds no client for it,
-//     dials none and its breaker is closed (an open breaker keeps its
-//     backoff).
+//     the pool to connect it (Pool.Connect): the pool dials it if it holds
+//     no client for it, dials none and its breaker is closed (an open
+//     breaker keeps its backoff).
 //
 // A Cluster being deleted (deletionTimestamp set) stays admitted until it
 // is gone, as in ClusterCache: controllers clean up in the workload
@@ -153,8 +151,8 @@ func (a *Admission) refuse(key client.ObjectKey) {
 	a.Pool.Remove(key)
 }
 
-// admit remembers key and, with Connect, asks for a dial if nothing is
-// connected, dialing or backing off.
+// admit remembers key and, with Connect, asks the pool to connect it: a
+// dial starts if nothing is connected, dialing or backing off.
 func (a *Admission) admit(key client.ObjectKey) {
 	a.mu.Lock()
 	if a.admitted == nil {
@@ -162,10 +160,7 @@ func (a *Admission) admit(key client.ObjectKey) {
 	}
 	a.admitted[key] = struct{}{}
 	a.mu.Unlock()
-	if !a.Connect {
-		return
-	}
-	if st := a.Pool.State(key); !st.Known || (!st.Connected && !st.Dialing && st.Breaker == breaker.StateClosed) {
-		a.Pool.Probe(key)
+	if a.Connect {
+		a.Pool.Connect(key)
 	}
 }

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -29,8 +30,9 @@ import (
 // The decisions of one reconcile, on a fake management cluster whose
 // "Cluster" type is a ConfigMap: gone or refused → Remove and not
 // admitted; being deleted stays admitted, as in ClusterCache; admitted →
-// remembered, and dialed with Connect only when
-// nothing is connected, dialing or backing off.
+// remembered and, with Connect, one Pool.Connect with no State read
+// first (the pool dials only when nothing is connected, dialing or
+// backing off: TestAdmissionConnectsThroughThePool).
 func TestAdmissionReconcile(t *testing.T) {
 	now := metav1.Now()
 	cm := func(name string, labels map[string]string) *corev1.ConfigMap {
@@ -43,9 +45,6 @@ func TestAdmissionReconcile(t *testing.T) {
 		cm("open", map[string]string{"pool": "ours"}), cm("failed", map[string]string{"pool": "ours"})).Build()
 	fp := newFakePool()
 	key := func(name string) client.ObjectKey { return client.ObjectKey{Namespace: "f", Name: name} }
-	fp.states[key("connected")] = pool.ClusterState{Known: true, Connected: true}
-	fp.states[key("open")] = pool.ClusterState{Known: true, Breaker: breaker.StateOpen}
-	fp.states[key("failed")] = pool.ClusterState{Known: true, Breaker: breaker.StateClosed, ConsecutiveFailures: 1}
 	a := &Admission{Pool: fp, Object: &corev1.ConfigMap{}, Connect: true, reader: reader,
 		Admit: func(obj client.Object) bool { return obj.GetLabels()["pool"] == "ours" }}
 
@@ -55,12 +54,12 @@ func TestAdmissionReconcile(t *testing.T) {
 		calls    []string
 	}{
 		{"gone", false, []string{"remove f/gone"}},
-		{"deleting", true, []string{"probe f/deleting"}},
+		{"deleting", true, []string{"connect f/deleting"}},
 		{"refused", false, []string{"remove f/refused"}},
-		{"new", true, []string{"probe f/new"}},
-		{"connected", true, nil},
-		{"open", true, nil},
-		{"failed", true, []string{"probe f/failed"}},
+		{"new", true, []string{"connect f/new"}},
+		{"connected", true, []string{"connect f/connected"}},
+		{"open", true, []string{"connect f/open"}},
+		{"failed", true, []string{"connect f/failed"}},
 	} {
 		from := len(fp.callLog())
 		if _, err := a.Reconcile(context.Background(), reconcile.Request{NamespacedName: key(tc.name)}); err != nil {
@@ -86,6 +85,59 @@ func TestAdmissionReconcile(t *testing.T) {
 	}
 	if got := fp.callLog()[from:]; len(got) != 0 {
 		t.Fatalf("without Connect: calls %v", got)
+	}
+}
+
+// Admission's Connect on a real pool: a new cluster and one whose last
+// dial failed with the breaker closed are dialed; a connected one and one
+// whose breaker is open are not (the backoff stands).
+func TestAdmissionConnectsThroughThePool(t *testing.T) {
+	var mu sync.Mutex
+	dials := map[string]int{}
+	stopped := make(chan struct{})
+	close(stopped)
+	dial := func(_ context.Context, key client.ObjectKey) (*Cluster, error) {
+		mu.Lock()
+		dials[key.Name]++
+		mu.Unlock()
+		if key.Name != "new" && key.Name != "connected" {
+			return nil, errors.New("connection refused")
+		}
+		return &Cluster{Key: key, cancel: func() {}, done: stopped}, nil
+	}
+	p, err := pool.New(dial, pool.Options[client.ObjectKey, *Cluster]{MaxWait: time.Minute,
+		Breaker: breaker.Settings{ConsecutiveFailures: 2, OpenTimeout: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	key := func(name string) client.ObjectKey { return client.ObjectKey{Namespace: "f", Name: name} }
+	for _, name := range []string{"connected", "open", "open", "failed"} {
+		p.Get(context.Background(), key(name)) //nolint:errcheck // the states to start from
+	}
+	if p.State(key("open")).Breaker != breaker.StateOpen || p.State(key("failed")).ConsecutiveFailures != 1 {
+		t.Fatalf("setup: open %+v, failed %+v", p.State(key("open")), p.State(key("failed")))
+	}
+	var objs []client.Object
+	for _, name := range []string{"new", "connected", "open", "failed"} {
+		objs = append(objs, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "f", Name: name}})
+	}
+	a := &Admission{Pool: p, Object: &corev1.ConfigMap{}, Connect: true, reader: fake.NewClientBuilder().WithObjects(objs...).Build()}
+	ev := watchEvents(t, p)
+	for _, name := range []string{"new", "connected", "open", "failed"} {
+		if _, err := a.Reconcile(context.Background(), reconcile.Request{NamespacedName: key(name)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ev.waitFor(t, 0, key("new"), connected(true), 10*time.Second)
+	ev.waitFor(t, 0, key("failed"), func(e pool.Event[client.ObjectKey]) bool { return e.Type == pool.BreakerOpened }, 10*time.Second)
+	if err := p.Close(); err != nil { // waits for every dialer
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := map[string]int{"new": 1, "connected": 1, "open": 2, "failed": 2}; !maps.Equal(dials, want) {
+		t.Fatalf("dials %v, want %v", dials, want)
 	}
 }
 
@@ -194,14 +246,14 @@ func TestAdmissionClusterObjects(t *testing.T) {
 		{"provisioned", func() error {
 			must(t, unstructured.SetNestedField(cl.Object, true, "status", "initialization", "infrastructureProvisioned"))
 			return mgmt.Status().Update(ctx, cl)
-		}, "probe", true},
+		}, "connect", true},
 		{"filtered out", func() error { cl.SetLabels(map[string]string{"pool": "theirs"}); return mgmt.Update(ctx, cl) }, "remove", false},
 		{"filtered in, with a finalizer", func() error {
 			cl.SetLabels(map[string]string{"pool": "ours"})
 			cl.SetFinalizers([]string{"test.clusterpool.io/hold"})
 			return mgmt.Update(ctx, cl)
-		}, "probe", true},
-		{"being deleted", func() error { return mgmt.Delete(ctx, cl) }, "probe", true},
+		}, "connect", true},
+		{"being deleted", func() error { return mgmt.Delete(ctx, cl) }, "connect", true},
 		{"gone", func() error {
 			must(t, mgmt.Get(ctx, key, cl))
 			cl.SetFinalizers(nil)

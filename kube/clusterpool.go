@@ -12,7 +12,9 @@ import (
 // ClusterPool is what kube's pieces use of a pool of Clusters:
 // *pool.Pool[client.ObjectKey, *Cluster] (what NewPool returns) implements
 // it; tests may pass a fake. Get is not part of it: kube never waits for a
-// dial, it asks for one with Probe.
+// dial, it asks for one with Connect or Redial. Each of those is one
+// decision of the pool's, taken under its lock: call it without reading
+// State first.
 type ClusterPool interface {
 	// Peek returns the cached client without dialing.
 	Peek(key client.ObjectKey) (*Cluster, bool)
@@ -22,9 +24,16 @@ type ClusterPool interface {
 	State(key client.ObjectKey) pool.ClusterState
 	// Report feeds an outcome of using the cluster into its breaker.
 	Report(key client.ObjectKey, err error)
-	// Remove forgets the cluster and stops its client.
+	// Remove forgets the cluster and stops its client: for a cluster that
+	// leaves (deleted, refused, owned by another replica).
 	Remove(key client.ObjectKey)
-	// Probe dials or probes the cluster now, off the caller's path.
+	// Connect dials the cluster, off the caller's path, if it is idle: not
+	// connected, not dialing, its breaker closed (pool.Pool.Connect).
+	Connect(key client.ObjectKey)
+	// Redial replaces the cluster's client or dial in flight by a new dial,
+	// keeping its breaker's history (pool.Pool.Redial).
+	Redial(key client.ObjectKey)
+	// Probe brings an open breaker's probe forward (pool.Pool.Probe).
 	Probe(key client.ObjectKey)
 	// Subscribe returns the pool's events until ctx is done.
 	Subscribe(ctx context.Context) <-chan pool.Event[client.ObjectKey]

@@ -72,10 +72,10 @@ type DialerOptions struct {
 	// dial returns the Cluster anyway (it answered /readyz, its REST mapper
 	// and its cache run): its informers go on syncing, and its cached reads
 	// of a type not synced yet wait at most ReadTimeout. If the sync is
-	// still not done once InitialSyncTimeout has passed, the Cluster is
-	// removed from the pool NewPool built with this Dialer and dialed again
-	// (pool.Probe), as ClusterCache fails the connect and retries it; a
-	// Dialer used without NewPool only logs it.
+	// still not done once InitialSyncTimeout has passed, the pool NewPool
+	// built with this Dialer drops it and dials again (pool.Pool.Redial,
+	// which keeps the breaker's history), as ClusterCache fails the connect
+	// and retries it; a Dialer used without NewPool only logs it.
 	InitialSyncTimeout time.Duration
 	// ReadTimeout bounds each Get and List of Cluster.Client, as
 	// ClusterCache's client does: a cached read of a type whose informer

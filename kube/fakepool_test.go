@@ -19,7 +19,7 @@ type fakePool struct {
 	clusters map[client.ObjectKey]*Cluster
 	states   map[client.ObjectKey]pool.ClusterState
 	reports  map[client.ObjectKey][]error
-	calls    []string // "remove <key>", "probe <key>"
+	calls    []string // "remove <key>", "probe <key>", "connect <key>", "redial <key>"
 	events   chan pool.Event[client.ObjectKey]
 	called   chan struct{} // signalled (never blocking) after each call is recorded
 }
@@ -77,6 +77,19 @@ func (f *fakePool) Probe(key client.ObjectKey) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("probe " + key.String())
+}
+
+func (f *fakePool) Connect(key client.ObjectKey) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("connect " + key.String())
+}
+
+func (f *fakePool) Redial(key client.ObjectKey) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.clusters, key)
+	f.record("redial " + key.String())
 }
 
 // record appends a call; f.mu is held.

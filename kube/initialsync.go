@@ -73,9 +73,10 @@ func earliest(a, b time.Time) time.Time {
 }
 
 // finishSync waits for the sync until end. If the Cluster stops first, it
-// returns; if end passes first, the Cluster is replaced by a new dial when
-// it is still the one its pool holds (a race with a Remove or a rotation
-// in between costs one more dial).
+// returns; if end passes first, the pool replaces it by a new dial
+// (Redial). The Cluster stops as soon as the pool lets go of it, so it is
+// the pool's until then: a Redial racing a rotation costs one more dial,
+// and one racing a Remove does nothing.
 func (d *Dialer) finishSync(cctx context.Context, c *Cluster, end time.Time, synced []toolscache.InformerSynced, log logr.Logger) {
 	ctx, cancel := context.WithDeadline(cctx, end)
 	defer cancel()
@@ -89,11 +90,7 @@ func (d *Dialer) finishSync(cctx context.Context, c *Cluster, end time.Time, syn
 	p := d.pool.get()
 	log.Error(fmt.Errorf("kube: cache of cluster %s did not sync within InitialSyncTimeout (%v): %w",
 		c.Key, d.opts.InitialSyncTimeout, context.DeadlineExceeded), "initial sync failed", "redial", p != nil)
-	if p == nil {
-		return
-	}
-	if held, ok := p.Peek(c.Key); ok && held == c {
-		p.Remove(c.Key)
-		p.Probe(c.Key)
+	if p != nil {
+		p.Redial(c.Key)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -98,7 +99,7 @@ func TestInitialSyncOutlastsDial(t *testing.T) {
 }
 
 // A sync still not done when InitialSyncTimeout has passed replaces the
-// Cluster: it is removed from the pool and dialed again, as ClusterCache
+// Cluster by a new dial (pool Redial: no Removed event), as ClusterCache
 // fails the connect and retries it.
 func TestInitialSyncTimeoutRedials(t *testing.T) {
 	key := client.ObjectKey{Namespace: "fleet", Name: "sync-never"}
@@ -110,10 +111,13 @@ func TestInitialSyncTimeoutRedials(t *testing.T) {
 	defer p.Close()
 	events := watchEvents(t, p)
 	first := getEventually(t, p, key)
-	next := events.waitFor(t, 0, key, func(ev pool.Event[client.ObjectKey]) bool { return ev.Type == pool.Removed }, 30*time.Second)
+	next := events.waitFor(t, 0, key, func(ev pool.Event[client.ObjectKey]) bool { return ev.Type == pool.Redialed }, 30*time.Second)
 	events.waitFor(t, next, key, connected(true), 30*time.Second)
 	second, ok := p.Peek(key)
 	if !ok || second == first {
 		t.Fatalf("after InitialSyncTimeout: held %v (%v), want a new Cluster", second, ok)
+	}
+	if slices.ContainsFunc(events.snapshot(), func(ev pool.Event[client.ObjectKey]) bool { return ev.Type == pool.Removed }) {
+		t.Fatalf("the cluster was removed, not redialed: %+v", events.snapshot())
 	}
 }

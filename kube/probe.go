@@ -40,8 +40,9 @@ type ProberOptions struct {
 // ConsecutiveFailures (default 3) failed probes evict the client. An
 // Unauthorized answer (one that a retry with newer credentials, for a
 // cluster whose credentials rotate in place, did not cure; see
-// SecretWatcher) removes the cluster at once and asks the pool for a
-// new dial (Probe), which reads the credentials afresh. A client-go delaying
+// SecretWatcher) replaces the client at once by a new dial (pool Redial:
+// its breaker's history kept, no Removed event), which reads the
+// credentials afresh. A client-go delaying
 // workqueue schedules the probes (each connected cluster once per Interval;
 // a cluster is in it at most once) and Concurrency workers send them.
 //
@@ -80,16 +81,7 @@ func (pr *Prober) Start(ctx context.Context) error {
 	}
 	var workers sync.WaitGroup
 	for range pr.opts.Concurrency {
-		workers.Go(func() {
-			for {
-				key, shutdown := q.Get()
-				if shutdown {
-					return
-				}
-				pr.probe(ctx, key, q)
-				q.Done(key)
-			}
-		})
+		workers.Go(func() { pr.work(ctx, q) })
 	}
 	defer workers.Wait()
 	defer q.ShutDown()
@@ -105,6 +97,18 @@ func (pr *Prober) Start(ctx context.Context) error {
 				q.AddAfter(ev.Key, pr.opts.Interval) // an earlier schedule wins
 			}
 		}
+	}
+}
+
+// work probes the clusters q hands out until q shuts down.
+func (pr *Prober) work(ctx context.Context, q workqueue.TypedDelayingInterface[client.ObjectKey]) {
+	for {
+		key, shutdown := q.Get()
+		if shutdown {
+			return
+		}
+		pr.probe(ctx, key, q)
+		q.Done(key)
 	}
 }
 
@@ -125,8 +129,7 @@ func (pr *Prober) probe(ctx context.Context, key client.ObjectKey, q workqueue.T
 		pr.opts.Logger.V(1).Info("probe failed", "cluster", key.String(), "error", err.Error())
 	}
 	if apierrors.IsUnauthorized(err) {
-		pr.pool.Remove(key)
-		pr.pool.Probe(key) // a new dial reads the credentials afresh
+		pr.pool.Redial(key) // a new dial reads the credentials afresh
 		return
 	}
 	pr.pool.Report(key, err)

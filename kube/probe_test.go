@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,8 +15,9 @@ import (
 	"github.com/clusterpool/clusterpool/pool"
 )
 
-// An Unauthorized probe answer removes the cluster at once (no waiting for
-// the failure threshold) and re-dials it, which reads the credentials anew.
+// An Unauthorized probe answer replaces the client at once (no waiting for
+// the failure threshold) by a new dial, which reads the credentials anew:
+// a Redial, not a Remove (no Removed event).
 func TestProbeUnauthorizedRedials(t *testing.T) {
 	var status atomic.Int32
 	status.Store(http.StatusOK)
@@ -45,14 +47,17 @@ func TestProbeUnauthorizedRedials(t *testing.T) {
 
 	n := ev.waitFor(t, 0, key, connected(true), 10*time.Second)
 	status.Store(http.StatusUnauthorized)
-	n = ev.waitFor(t, n, key, func(e pool.Event[client.ObjectKey]) bool { return e.Type == pool.Disconnected }, 10*time.Second)
+	n = ev.waitFor(t, n, key, connected(false), 10*time.Second)
 	if s := p.State(key); s.ConsecutiveFailures != 0 {
-		t.Errorf("Unauthorized went through the breaker instead of a removal: %+v", s)
+		t.Errorf("Unauthorized went through the breaker instead of a redial: %+v", s)
 	}
 	status.Store(http.StatusOK)
 	ev.waitFor(t, n, key, connected(true), 10*time.Second)
 	if d := dials.Load(); d < 2 {
 		t.Fatalf("dials=%d, want a re-dial after Unauthorized", d)
+	}
+	if slices.ContainsFunc(ev.snapshot(), func(e pool.Event[client.ObjectKey]) bool { return e.Type == pool.Removed }) {
+		t.Fatalf("the cluster was removed, not redialed: %+v", ev.snapshot())
 	}
 }
 

@@ -13,15 +13,13 @@ import (
 
 // Every user callback runs through one of these wrappers, never with a pool
 // lock held: a panic is recovered, counted (clusterpool.callback.panics)
-// and turned into a documented outcome, so a callback can neither wedge a
-// key nor take the process down from a pool goroutine.
+// and turned into a documented outcome.
 
-// errNilClient is the cause of ErrDialFailed for a dialer that returned a
-// nil client and a nil error.
+// errNilClient is the cause of ErrDialFailed for a (nil, nil) dial.
 var errNilClient = errors.New("dialer returned a nil client and no error")
 
-// safeDial calls the dialer. A panic becomes an ErrDialPanic error; a nil
-// client with a nil error becomes errNilClient.
+// safeDial calls the dialer: a panic is ErrDialPanic, (nil, nil)
+// errNilClient.
 func (p *Pool[K, C]) safeDial(ctx context.Context, span trace.Span, key K) (client C, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -47,16 +45,8 @@ func (p *Pool[K, C]) closeClient(key K, c C) {
 	p.opts.OnClose(key, c)
 }
 
-// closeAll passes every client of cs to OnClose.
-func (p *Pool[K, C]) closeAll(key K, cs []C) {
-	for _, c := range cs {
-		p.closeClient(key, c)
-	}
-}
-
-// classify turns the outcome of a dial or a reported use into a breaker
-// outcome with the cluster's IsFailure. A panic in IsFailure counts the
-// error as a failure.
+// classify turns a dial's or use's error into a breaker outcome with the
+// cluster's IsFailure (a panic: Failure).
 func (p *Pool[K, C]) classify(s *keySettings, err error) (o breaker.Outcome) {
 	if err == nil {
 		return breaker.Success
@@ -107,7 +97,7 @@ func (p *Pool[K, C]) settingsFor(key K, name string) (s *keySettings, err error)
 }
 
 // isNil reports whether c is a nil pointer, interface, map, slice, func or
-// channel: no usable client.
+// channel.
 func isNil[C any](c C) bool {
 	v := reflect.ValueOf(any(c))
 	if !v.IsValid() {

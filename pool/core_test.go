@@ -67,8 +67,10 @@ func (e *entry[K, C]) invariants(now time.Time) error {
 		return fmt.Errorf("semaphore %v with %d dials pending", e.ls.sem != nil, e.ls.pending)
 	case e.ls.probeAt != 0 && rej == nil:
 		return errors.New("a probe scheduled with the breaker closed")
-	case e.ls.call != nil && e.ls.call.probe && (st != breaker.StateHalfOpen || rej == nil):
+	case e.ls.call != nil && e.ls.call.probe && (st != breaker.StateHalfOpen || rej == nil || rej.state != breaker.StateHalfOpen):
 		return fmt.Errorf("a probe out with the breaker %v", st)
+	case e.ls.removed && (e.client.Load() != nil || rej != nil || e.ls.call != nil || e.ls.brk != nil):
+		return errors.New("removed, and holding a client, a dial or a breaker")
 	}
 	return nil
 }
@@ -104,13 +106,19 @@ func (r *coreRig) to(ph phase) {
 // end ends the entry's oldest pending dial: a client, or a refused
 // connection.
 func (r *coreRig) end(ok bool) effects[string, *client] {
+	return r.endAs(ok, r.dials[0].gen != r.e.ls.gen)
+}
+
+// endAs ends the entry's oldest pending dial, canceled (Remove or Redial
+// canceled its context) or not.
+func (r *coreRig) endAs(ok, canceled bool) effects[string, *client] {
 	c := r.dials[0]
 	r.dials = r.dials[1:]
 	res := result[*client]{end: endReturned, err: errRefused, o: breaker.Failure, took: 100 * time.Millisecond}
 	if ok {
 		res = result[*client]{end: endReturned, client: &client{key: "k"}, took: 100 * time.Millisecond}
 	}
-	if c.gen != r.e.ls.gen {
+	if canceled {
 		res.end = endReturnedCanceled
 	}
 	return r.step(input[string, *client]{kind: inDialEnded, call: c, res: res})
@@ -158,7 +166,10 @@ func errKind(err error) string {
 
 // The whole per-cluster core as a table: every phase × every input, the
 // phase it leads to and what it leaves the shell to do. The core's
-// invariants are checked after every step (coreRig.step).
+// invariants are checked after every step (coreRig.step). Connect dials
+// only an idle (or removed) cluster and never shortens a backoff; Redial
+// drops the client and the dial in flight, keeps the breaker and sends no
+// Removed; Probe only brings an open breaker's probe forward.
 func TestStepTable(t *testing.T) {
 	type in struct {
 		name string
@@ -184,6 +195,24 @@ func TestStepTable(t *testing.T) {
 		return r.step(input[string, *client]{kind: inProbeDue, ver: r.e.ls.probeVer})
 	}}
 	probe := in{"probe", func(r *coreRig) effects[string, *client] { return r.step(input[string, *client]{kind: inProbe}) }}
+	connect := in{"connect", func(r *coreRig) effects[string, *client] { return r.step(input[string, *client]{kind: inConnect}) }}
+	redial := in{"redial", func(r *coreRig) effects[string, *client] { return r.step(input[string, *client]{kind: inRedial}) }}
+	// The dial Redial dropped ends: canceled, or with a client returned
+	// before its cancel took effect. Neither is cached nor counted.
+	redialThenEnd := func(name string, ok, canceled bool) in {
+		return in{name, func(r *coreRig) effects[string, *client] {
+			r.step(input[string, *client]{kind: inRedial})
+			return r.endAs(ok, canceled)
+		}}
+	}
+	redialCanceled := redialThenEnd("redial, the old dial ends", false, true)
+	redialRaced := redialThenEnd("redial, the old dial returns a client", true, false)
+	// The dropped dial's waiters get the new dial's result.
+	redialNewOK := in{"redial, the new dial succeeds", func(r *coreRig) effects[string, *client] {
+		r.step(input[string, *client]{kind: inRedial})
+		r.dials = r.dials[1:]
+		return r.end(true)
+	}}
 	remove := in{"remove", func(r *coreRig) effects[string, *client] { return r.step(input[string, *client]{kind: inRemove}) }}
 	closing := in{"close", func(r *coreRig) effects[string, *client] {
 		return r.step(input[string, *client]{kind: inClose, closed: true})
@@ -199,7 +228,9 @@ func TestStepTable(t *testing.T) {
 		{phaseIdle, report, phaseIdle, ""},
 		{phaseIdle, trip, phaseOpen, "BreakerOpened probe-on"},
 		{phaseIdle, due, phaseIdle, ""},
-		{phaseIdle, probe, phaseDialing, "launch"},
+		{phaseIdle, probe, phaseIdle, ""},
+		{phaseIdle, connect, phaseDialing, "launch"},
+		{phaseIdle, redial, phaseDialing, "Redialed launch"},
 		{phaseIdle, remove, phaseGone, "Removed forget"},
 		{phaseIdle, closing, phaseGone, "forget"},
 
@@ -211,6 +242,11 @@ func TestStepTable(t *testing.T) {
 		{phaseDialing, tripThenOK, phaseOpen, "OnClose wake:circuit open"},
 		{phaseDialing, due, phaseDialing, ""},
 		{phaseDialing, probe, phaseDialing, ""},
+		{phaseDialing, connect, phaseDialing, ""},
+		{phaseDialing, redial, phaseDialing, "Redialed launch cancel"},
+		{phaseDialing, redialCanceled, phaseDialing, ""},
+		{phaseDialing, redialRaced, phaseDialing, "OnClose"},
+		{phaseDialing, redialNewOK, phaseConnected, "Connected wake:client wake:client"},
 		{phaseDialing, remove, phaseRemoved, "Removed cancel wake:cluster removed"},
 		{phaseDialing, closing, phaseGone, "forget"},
 
@@ -219,6 +255,8 @@ func TestStepTable(t *testing.T) {
 		{phaseConnected, trip, phaseOpen, "Disconnected BreakerOpened OnClose probe-on"},
 		{phaseConnected, due, phaseConnected, ""},
 		{phaseConnected, probe, phaseConnected, ""},
+		{phaseConnected, connect, phaseConnected, ""},
+		{phaseConnected, redial, phaseDialing, "Disconnected Redialed launch OnClose"},
 		{phaseConnected, remove, phaseGone, "Disconnected Removed OnClose forget"},
 		{phaseConnected, closing, phaseGone, "OnClose forget"},
 
@@ -227,6 +265,8 @@ func TestStepTable(t *testing.T) {
 		{phaseOpen, trip, phaseOpen, ""},
 		{phaseOpen, due, phaseProbing, "BreakerHalfOpen launch"},
 		{phaseOpen, probe, phaseProbing, "BreakerHalfOpen launch probe-off"},
+		{phaseOpen, connect, phaseOpen, ""},
+		{phaseOpen, redial, phaseProbing, "Redialed BreakerHalfOpen launch probe-off"},
 		{phaseOpen, remove, phaseGone, "Removed probe-off forget"},
 		{phaseOpen, closing, phaseGone, "forget"},
 
@@ -237,6 +277,10 @@ func TestStepTable(t *testing.T) {
 		{phaseProbing, trip, phaseProbing, ""},
 		{phaseProbing, due, phaseProbing, ""},
 		{phaseProbing, probe, phaseProbing, ""},
+		{phaseProbing, connect, phaseProbing, ""},
+		{phaseProbing, redial, phaseProbing, "Redialed launch cancel"},
+		{phaseProbing, redialCanceled, phaseProbing, ""},
+		{phaseProbing, redialRaced, phaseProbing, "OnClose"},
 		{phaseProbing, remove, phaseRemoved, "Removed cancel wake:cluster removed"},
 		{phaseProbing, closing, phaseGone, "forget"},
 
@@ -246,7 +290,9 @@ func TestStepTable(t *testing.T) {
 		{phaseRemoved, report, phaseRemoved, ""},
 		{phaseRemoved, trip, phaseRemoved, ""},
 		{phaseRemoved, due, phaseRemoved, ""},
-		{phaseRemoved, probe, phaseDialing, "launch"},
+		{phaseRemoved, probe, phaseRemoved, ""},
+		{phaseRemoved, connect, phaseDialing, "launch"},
+		{phaseRemoved, redial, phaseRemoved, ""},
 		{phaseRemoved, remove, phaseRemoved, "Removed"},
 		{phaseRemoved, closing, phaseGone, "forget"},
 
@@ -255,6 +301,8 @@ func TestStepTable(t *testing.T) {
 		{phaseGone, report, phaseGone, "retry"},
 		{phaseGone, trip, phaseGone, "retry"},
 		{phaseGone, probe, phaseGone, "retry"},
+		{phaseGone, connect, phaseGone, "retry"},
+		{phaseGone, redial, phaseGone, "retry"},
 		{phaseGone, remove, phaseGone, "retry"},
 		{phaseGone, closing, phaseGone, "retry"},
 	}
@@ -270,6 +318,30 @@ func TestStepTable(t *testing.T) {
 				t.Errorf("effects %q, want %q", got, tc.fx)
 			}
 		})
+	}
+}
+
+// Redial keeps the breaker's history, where Remove resets it: the probe
+// it brings forward fails into the next, doubled open period; a probe it
+// drops is not counted, and the new probe decides.
+func TestRedialKeepsBreaker(t *testing.T) {
+	redial := input[string, *client]{kind: inRedial}
+	r := newCoreRig(t)
+	r.to(phaseOpen)
+	r.step(redial)
+	r.end(false)
+	if s := r.e.snapshot(r.now); s.Opens != 2 || !s.OpenUntil.Equal(r.now.Add(2*time.Second)) {
+		t.Fatalf("the redialed probe failed: %+v, want the second open period, of 2s", s)
+	}
+
+	r = newCoreRig(t)
+	r.to(phaseProbing)
+	r.step(redial)
+	if fx := r.end(false); len(fx.events) != 0 || r.e.phase() != phaseProbing {
+		t.Fatalf("the dropped probe failed: events %v, phase %v; want none, probing", summary(fx), r.e.phase())
+	}
+	if fx := r.end(true); summary(fx) != "BreakerClosed Connected wake:client wake:client" || r.e.phase() != phaseConnected {
+		t.Fatalf("the new probe succeeded: %q, phase %v", summary(fx), r.e.phase())
 	}
 }
 

@@ -9,21 +9,20 @@ import (
 	"github.com/clusterpool/clusterpool/breaker"
 )
 
-// A dial's life: a step registers it on its entry (entry.newCall), launch
-// starts its span and submits it to the lanes once the entry's lock is
-// released, startLocked runs it on its own goroutine under an enforced
-// deadline, and finish settles it exactly once — whoever comes first of the
-// dialer returning, the deadline (expire), Remove or Close of a queued dial,
-// or Close giving up on a dialer that ignores its context.
+// A dial's life: a step registers it (entry.newCall), launch starts its
+// span and queues it after the entry's lock, the lanes decide when it
+// starts (dispatchLocked) and start runs it on its own goroutine, and
+// finish settles it exactly once, whoever comes first: the dialer, the
+// deadline (expire), a cancel of a queued dial, or Close giving up.
 
 // runDial calls the dialer for c on c's goroutine and settles the result.
 func (p *Pool[K, C]) runDial(c *call[K, C]) {
 	defer p.dialerDone(c)
-	ctx, cancel := context.WithDeadline(c.ctx, time.Unix(0, c.deadline.Load()))
+	ctx, cancel := context.WithDeadline(c.slot.ctx, time.Unix(0, c.slot.deadline.Load()))
 	defer cancel()
 	client, err := p.safeDial(ctx, c.spanOrNil(), c.e.key)
-	r := result[C]{client: client, err: err, end: endReturned, took: time.Since(time.Unix(0, c.started.Load()))}
-	if c.ctx.Err() != nil {
+	r := result[C]{client: client, err: err, end: endReturned, took: time.Since(time.Unix(0, c.slot.started.Load()))}
+	if c.slot.ctx.Err() != nil {
 		r.end = endReturnedCanceled
 	} else {
 		r.o = p.classify(c.e.set, err)
@@ -35,10 +34,8 @@ func (p *Pool[K, C]) runDial(c *call[K, C]) {
 }
 
 // hung reports whether a failed dial hung: it ran until the pool's
-// deadline, or it ended with a timeout error (the dialer's own timeout, as
-// client-go's, which may fire a little before the pool's) after at least
-// half of dialTimeout. A quick timeout error (a short connect timeout) is a
-// plain failure.
+// deadline, or ended with a timeout error of its own (client-go's may fire
+// a little before the pool's) after at least half of dialTimeout.
 func hung(ctx context.Context, err error, took, dialTimeout time.Duration) bool {
 	if ctx.Err() == context.DeadlineExceeded {
 		return true
@@ -51,8 +48,7 @@ func hung(ctx context.Context, err error, took, dialTimeout time.Duration) bool 
 }
 
 // expire settles c as a timeout failure at its deadline if the dialer has
-// not returned: the pool's DialTimeout holds whatever the dialer does. A
-// dialer that returns later has its client passed to OnClose.
+// not returned (a client it returns later goes to OnClose).
 func (p *Pool[K, C]) expire(c *call[K, C]) {
 	err := fmt.Errorf("dial did not return by its deadline (%v): %w", c.e.set.dialTimeout, context.DeadlineExceeded)
 	o := p.classify(c.e.set, err)
@@ -60,7 +56,7 @@ func (p *Pool[K, C]) expire(c *call[K, C]) {
 		o = breaker.Trip
 	}
 	end := endExpired
-	if c.ctx.Err() != nil {
+	if c.slot.ctx.Err() != nil {
 		end = endExpiredCanceled
 	}
 	p.finish(c, result[C]{end: end, err: err, o: o, took: c.e.set.dialTimeout})

@@ -1,7 +1,6 @@
 package pool
 
 import (
-	"container/list"
 	"context"
 	"errors"
 	"sync"
@@ -14,15 +13,12 @@ import (
 	"github.com/clusterpool/clusterpool/breaker"
 )
 
-// entry is the pool's state for one cluster key: its functional core's
-// state (see core.go), changed only by step with mu held.
-//
-// client and reject are the lock-free views of the state (the hit and the
-// instant rejection read them without mu); step writes them. Invariants,
-// with mu held: client != nil implies reject == nil; reject != nil exactly
-// while the breaker is not closed, and it carries the state it was made
-// for: the breaker's state lives in the breaker (ls.brk), and reject is the
-// one lock-free view of it.
+// entry is the pool's state for one cluster key (see core.go), changed only
+// by step with mu held. client and reject are its lock-free views, read by
+// the hit and the instant rejection. With mu held: client != nil implies
+// reject == nil; reject != nil exactly while the breaker (ls.brk, the one
+// owner of its state) is not closed, and carries the state it was made
+// for.
 type entry[K comparable, C any] struct {
 	key  K
 	name string       // Options.FormatKey(key)
@@ -34,43 +30,31 @@ type entry[K comparable, C any] struct {
 	mu sync.Mutex
 	ls entryState[K, C] // guarded by mu
 
-	probeTimer *slot // armed by the shell with ls.probeVer (nil until then); guarded by timers.mu
+	probeTimer *versioned // armed with ls.probeVer by the shell; guarded by timers.mu
 }
 
 // entryState is everything of an entry that its mu guards.
 type entryState[K comparable, C any] struct {
 	brk *breaker.Machine // nil until the key's first failure; Remove drops it
-	// call is the dial callers join (queued or running), or nil. Other
-	// dials of the key may still be pending: one canceled by Remove, or
-	// one that was running when Report opened the breaker.
-	call *call[K, C]
-	// pending counts dials of the key not yet settled, call included.
-	pending int32
-	// probeVer is the version of the probe timer that fires the probe
-	// (setProbe; it wraps after 2³² changes of one key's probe).
-	probeVer uint32
-	// sem holds one permit per running dial of the key
-	// (MaxConcurrentDials): made for the first pending dial, dropped when
-	// none is left (each call keeps its own pointer for the lanes).
-	sem *semaphore.Weighted
-	gen uint64 // bumped by Remove; older dials never cache
-	// probeAt is when the half-open probe is due (Unix nanoseconds; 0:
-	// none scheduled).
-	probeAt int64
-	// lastTook is how long the key's last dial took, whatever its outcome
-	// (0: none yet; a canceled dial does not count).
-	lastTook time.Duration
-	probes   probeLog // the key's dials and reported outcomes, for State
-	// outbox holds events not yet published while a goroutine publishes
-	// them (Pool.drain); nil otherwise.
-	outbox  *[]Event[K]
-	removed bool // Remove ran and nothing used the entry since
-	dead    bool // deleted from the map: a Get that finds it retries
+	// call is the dial callers join, or nil. Other dials of the key may be
+	// pending: canceled ones, one running when Report opened the breaker.
+	call     *call[K, C]
+	pending  int32  // dials of the key not yet settled, call included
+	probeVer uint32 // version of the probe timer (setProbe)
+	// sem: one permit per running dial of the key (MaxConcurrentDials),
+	// from the first pending dial until none is left.
+	sem      *semaphore.Weighted
+	gen      uint64        // bumped by Remove and Redial: older dials never cache
+	probeAt  int64         // when the probe is due (Unix ns; 0: none)
+	lastTook time.Duration // the last uncanceled dial's duration (0: none)
+	probes   probeLog      // the key's dials and reported outcomes, for State
+	outbox   *[]Event[K]   // events not yet published while Pool.drain runs
+	removed  bool          // Remove ran and nothing used the entry since
+	dead     bool          // deleted from the map: a Get that finds it retries
 }
 
-// breakerState is the breaker's state as the pool last applied it, read
-// without a lock (for telemetry and events): the state the rejection was
-// made for, closed if there is none.
+// breakerState is the breaker's state as last applied, read without a
+// lock: the rejection's, or closed.
 func (e *entry[K, C]) breakerState() breaker.State {
 	if rej := e.reject.Load(); rej != nil {
 		return rej.state
@@ -78,60 +62,29 @@ func (e *entry[K, C]) breakerState() breaker.State {
 	return breaker.StateClosed
 }
 
-// lane is where a dial stands in the pool's lanes.
-type lane uint8
-
-const (
-	laneNone   lane = iota // not submitted yet, or released
-	laneQueued             // waiting in the queue for a slot
-	laneNormal             // running in the normal lane (MaxTotalDials)
-	laneSlow               // running, moved to the slow lane (MaxSlowDials)
-)
-
-// call is one dial and its result. done is closed once client and err are
-// set; they are read only after that.
+// call is one dial as the core records it. Its fields are set when the
+// core makes it and never change, except ticket, answered and followers
+// (entry.mu); client and err (set under entry.mu before done is closed,
+// read after); the atomics; and slot, the lanes'.
 type call[K comparable, C any] struct {
-	e      *entry[K, C]
-	done   chan struct{}
-	client C
-	err    error
+	e        *entry[K, C]
+	gen      uint64
+	sem      *semaphore.Weighted // the key's dial cap (entryState.sem)
+	probe    bool                // the half-open probe
+	suspect  bool                // probe, or the key failed its last dial or use
+	done     chan struct{}       // closed once the waiters have their result
+	launched chan struct{}       // closed once launch queued the call (or dropped it)
 
-	gen     uint64
-	sem     *semaphore.Weighted // the key's dial cap (entryState.sem)
-	probe   bool                // the half-open probe
-	suspect bool                // probe, or the key failed its last dial or use
-	ticket  breaker.Ticket      // the breaker's permission for this dial
-	// span is the dial's span, set by launch before the call is queued
-	// (nil until then: a joiner may see the call first).
-	span atomic.Pointer[trace.Span]
-	// launched is closed once launch has queued the call (or dropped
-	// it): a joiner that comes before waits for it, within its bound.
-	launched chan struct{}
-	// rejection is the entry's half-open rejection for this probe: set by
-	// entry.apply (e.mu) before the call is submitted, then read and
-	// replaced under lanes.mu only (refineLocked).
-	rejection *Error
-	seq       uint64 // submission order, for FIFO across the queues
+	ticket    breaker.Ticket // the breaker's permission for this dial
+	answered  bool           // the waiters' result is decided, or they follow next
+	followers []*call[K, C]  // calls Redial dropped, whose waiters get this one's result
+	client    C
+	err       error
 
-	started  atomic.Int64 // UnixNano when the dialer was called; 0 while queued
-	deadline atomic.Int64 // UnixNano of the enforced DialTimeout; 0 while queued
-
-	settled atomic.Bool // finish took the call's end, once
-	// answered: its waiters have their result (done is closed under the
-	// entry's mu, maybe before the call is settled: Remove wakes waiters
-	// at once). Guarded by the entry's mu.
-	answered bool
-
-	// Guarded by the pool's lanes.mu. ctx is made when the dial starts (a
-	// queued dial has none: thousands of children of the pool's context
-	// would contend on its lock); the dial's goroutine reads it after
-	// that.
-	lane     lane
-	elem     *list.Element // in the queue or the running list
-	expiry   *timer        // enforces the deadline; nil unless running
-	ctx      context.Context
-	cancel   context.CancelFunc // canceled by Remove and Close
-	canceled bool               // Remove or Close canceled the dial
+	span    atomic.Pointer[trace.Span] // set by launch (nil before: a joiner may come first)
+	next    atomic.Pointer[call[K, C]] // the dial that replaced this one (Redial)
+	settled atomic.Bool                // finish took the call's end, once
+	slot    slot[K, C]
 }
 
 // spanOrNil is c's span, or nil (for a nil c, or before launch).
@@ -145,15 +98,12 @@ func (c *call[K, C]) spanOrNil() trace.Span {
 	return nil
 }
 
-// entry returns key's entry, creating it if needed. It fails when
-// Options.ForKey gives invalid settings for a new key (nothing is kept
-// then), when the pool is closed, and when ctx ends or MaxWait passes while
-// another caller creates the key's entry.
-//
-// ForKey is called once per entry: the first caller of a new key runs it
-// (and FormatKey), without any lock, and callers of the same key that come
-// meanwhile wait for its answer, the error included, instead of calling it
-// again. Callers of other keys are not held up.
+// entry returns key's entry, creating it if needed. It fails when ForKey
+// gives invalid settings for a new key (nothing is kept), when the pool is
+// closed, and when ctx ends or MaxWait passes while another caller creates
+// the key's entry: the first caller of a new key runs FormatKey and ForKey,
+// with no lock, and those of the key that come meanwhile wait for its
+// answer, the error included. Callers of other keys are not held up.
 func (p *Pool[K, C]) entry(ctx context.Context, key K) (*entry[K, C], error) {
 	if v, ok := p.entries.Load(key); ok {
 		return v.(*entry[K, C]), nil
@@ -196,38 +146,29 @@ type creation[K comparable, C any] struct {
 	err  error
 }
 
-// create makes key's entry for cr, whose slot in p.creating it holds, and
-// publishes the answer to cr's waiters. The entry is in p.entries before
-// cr leaves p.creating, so that a caller who misses both finds it.
-func (p *Pool[K, C]) create(key K, cr *creation[K, C]) (*entry[K, C], error) {
+// create makes and stores key's entry for cr, whose place in p.creating it
+// holds, and gives cr's waiters the answer. The entry is in p.entries
+// before cr leaves p.creating: a caller who misses both finds it.
+func (p *Pool[K, C]) create(key K, cr *creation[K, C]) (e *entry[K, C], err error) {
 	defer func() {
+		cr.e, cr.err = e, err
 		p.creating.Delete(key)
 		close(cr.done)
 	}()
 	if v, ok := p.entries.Load(key); ok { // made since our miss
-		cr.e = v.(*entry[K, C])
-		return cr.e, nil
+		return v.(*entry[K, C]), nil
 	}
-	cr.e, cr.err = p.newEntry(key)
-	return cr.e, cr.err
-}
-
-// newEntry makes key's entry and stores it, running FormatKey and ForKey.
-func (p *Pool[K, C]) newEntry(key K) (*entry[K, C], error) {
 	name := p.format(key)
 	set, err := p.settingsFor(key, name)
 	if err != nil {
 		return nil, err
 	}
-	e := &entry[K, C]{key: key, name: name, set: set}
-	v, loaded := p.entries.LoadOrStore(key, e)
-	if loaded { // cannot happen while creations are coalesced; harmless
+	e = &entry[K, C]{key: key, name: name, set: set}
+	if v, loaded := p.entries.LoadOrStore(key, e); loaded { // cannot happen while creations are coalesced
 		return v.(*entry[K, C]), nil
 	}
 	p.rec.ClusterAdded(breaker.StateClosed.String())
-	if p.closed.Load() {
-		// Close may have swept the map before this store: take the entry
-		// out again, so that nothing is left behind after Close returns.
+	if p.closed.Load() { // Close may have swept the map before the store: nothing is left after it
 		p.step(e, input[K, C]{kind: inClose})
 		return nil, &Error{Kind: ErrClosed, Cluster: name}
 	}

@@ -13,10 +13,10 @@ type EventType uint8
 
 // The event types.
 const (
-	// Connected: a client was cached (a dial or a probe succeeded),
-	// whether or not anyone was still waiting for it.
+	// Connected: a client was cached (a dial or probe succeeded).
 	Connected EventType = iota + 1
-	// Disconnected: a cached client left the pool (breaker opened, Remove).
+	// Disconnected: a cached client left the pool (breaker opened, Remove,
+	// Redial).
 	Disconnected
 	// BreakerOpened: the breaker opened, or re-opened after a failed probe.
 	BreakerOpened
@@ -26,21 +26,21 @@ const (
 	BreakerClosed
 	// Removed: Remove forgot the cluster (not connected, breaker reset).
 	Removed
-	// DialFailed: a dial failed and the breaker stayed closed (had it
-	// opened, BreakerOpened says so): Breaker is always closed in it. A
-	// dial that was in flight when Report opened the breaker, and then
-	// fails, sends no event: the breaker is open (or half-open, its probe
-	// out), BreakerOpened was sent when it opened, and the probe's outcome
-	// will be sent (BreakerClosed or BreakerOpened). With Connected and
-	// BreakerOpened it makes every end of a dial an event, so that callers
-	// sent away with ErrWaitTimeout while it ran are brought back by it,
-	// whatever its outcome, before their RetryAfter (those of a dial that
-	// outlived the breaker's opening were sent away before it opened, and
-	// BreakerOpened brings them back).
+	// DialFailed: a dial failed and the breaker stayed closed (Breaker is
+	// always closed in it). A dial in flight when Report opened the breaker
+	// sends none when it fails: BreakerOpened was sent then. With Connected,
+	// BreakerOpened and Redialed, every end of a dial is an event, so that
+	// callers sent away with ErrWaitTimeout while it ran are brought back
+	// before their RetryAfter.
 	DialFailed
+	// Redialed: Redial dropped the cluster's client (Disconnected came
+	// first) and its dial or probe in flight, if any; a new dial or probe
+	// is under way, whose end is an event too.
+	Redialed
 )
 
-var eventNames = [...]string{"", "Connected", "Disconnected", "BreakerOpened", "BreakerHalfOpen", "BreakerClosed", "Removed", "DialFailed"}
+var eventNames = [...]string{"", "Connected", "Disconnected", "BreakerOpened", "BreakerHalfOpen", "BreakerClosed", "Removed",
+	"DialFailed", "Redialed"}
 
 // String returns the type's name, such as "Connected".
 func (t EventType) String() string {
@@ -50,43 +50,24 @@ func (t EventType) String() string {
 	return "EventType(?)"
 }
 
-// Event is a change of one cluster's state. Connected and Breaker are the
-// cluster's state right after the change, so the latest event of a key
-// tells its current state even when earlier ones were coalesced away.
+// Event is a change of one cluster's state. Connected and Breaker are its
+// state right after the change: a key's latest event tells its state even
+// when earlier ones were coalesced away.
 type Event[K comparable] struct {
-	Type EventType
-	Key  K
-	Time time.Time
-	// Connected reports whether a client is cached after the event.
-	Connected bool
-	// Breaker is the breaker's state after the event.
-	Breaker breaker.State
+	Type      EventType
+	Key       K
+	Time      time.Time
+	Connected bool          // a client is cached after the event
+	Breaker   breaker.State // the breaker's state after the event
 }
 
-// Subscribe returns a channel of the pool's events from now on. The channel
-// is closed when ctx is done or the pool is closed.
-//
-// Publishing never blocks the pool. Events wait in a queue per subscriber
-// that holds at most one event per key: a newer event for a key replaces the
-// one not yet received, keeping its place. A slow subscriber therefore loses
-// intermediate events of a key but always receives the key's latest one, so
-// the event's Connected and Breaker fields give the key's current state,
-// and it never misses that a key changed. Example: Disconnected followed
-// at once by BreakerOpened may arrive as BreakerOpened with Connected
-// false. The queue's size is bounded by the number of keys.
-func (p *Pool[K, C]) Subscribe(ctx context.Context) <-chan Event[K] { return p.subscribe(ctx) }
-
-// SubscribeRequeue is Subscribe for a subscriber that enqueues a cluster's
-// callers again on each of its events, as kube.Source does for a
-// controller. It is kept for compatibility and behaves as Subscribe: the
-// event-driven requeue is chosen per call, by the callers it brings back,
-// with Requeued(ctx); an open subscription no longer changes how other
-// callers' Gets wait.
-func (p *Pool[K, C]) SubscribeRequeue(ctx context.Context) <-chan Event[K] {
-	return p.Subscribe(ctx)
-}
-
-func (p *Pool[K, C]) subscribe(ctx context.Context) <-chan Event[K] {
+// Subscribe returns a channel of the pool's events from now on, closed when
+// ctx is done or the pool is closed. Publishing never blocks: a queue per
+// subscriber holds one event per key, a newer one replacing the one not
+// yet received in its place, so a slow subscriber loses intermediate events
+// of a key (Disconnected then BreakerOpened may arrive as BreakerOpened with
+// Connected false) but always receives its latest one.
+func (p *Pool[K, C]) Subscribe(ctx context.Context) <-chan Event[K] {
 	s := &subscriber[K]{
 		pending: map[K]Event[K]{},
 		wake:    make(chan struct{}, 1),
@@ -112,6 +93,10 @@ func (p *Pool[K, C]) subscribe(ctx context.Context) <-chan Event[K] {
 	return s.out
 }
 
+// SubscribeRequeue is Subscribe, kept for compatibility: the event-driven
+// requeue is chosen per call, with Requeued(ctx).
+func (p *Pool[K, C]) SubscribeRequeue(ctx context.Context) <-chan Event[K] { return p.Subscribe(ctx) }
+
 // publish hands ev to every subscriber without blocking.
 func (p *Pool[K, C]) publish(ev Event[K]) {
 	p.mu.Lock()
@@ -121,8 +106,7 @@ func (p *Pool[K, C]) publish(ev Event[K]) {
 	}
 }
 
-// subscriber is one Subscribe call: a coalescing queue and the goroutine
-// that drains it into out.
+// subscriber is one Subscribe call: a coalescing queue drained into out.
 type subscriber[K comparable] struct {
 	mu      sync.Mutex
 	pending map[K]Event[K] // the latest unsent event of each key in order
@@ -159,21 +143,17 @@ func (s *subscriber[K]) pop() (Event[K], bool) {
 	return ev, true
 }
 
+// run sends the queued events on out until ctx is done or closing closed.
 func (s *subscriber[K]) run(ctx context.Context, closing <-chan struct{}) {
 	for {
 		ev, ok := s.pop()
-		if !ok {
-			select {
-			case <-s.wake:
-				continue
-			case <-ctx.Done():
-				return
-			case <-closing:
-				return
-			}
+		out, wake := s.out, (<-chan struct{})(nil)
+		if !ok { // nothing to send: wait for a push
+			out, wake = nil, s.wake
 		}
 		select {
-		case s.out <- ev:
+		case out <- ev:
+		case <-wake:
 		case <-ctx.Done():
 			return
 		case <-closing:

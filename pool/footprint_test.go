@@ -66,7 +66,7 @@ func TestEntryHoldsOnlyWhatItUses(t *testing.T) {
 		t.Fatalf("a reported failure: breaker %v, state %+v", brk, p.State("good"))
 	}
 	p.Remove("bad")
-	p.Probe("bad") // makes the entry again, and dials
+	p.Connect("bad") // makes the entry again, and dials
 	if _, err := p.Get(ctx, "slow"); err != nil {
 		t.Fatal(err)
 	}

@@ -4,28 +4,22 @@ import (
 	"container/list"
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/semaphore"
 )
 
-// lanes schedules dials. Pending dials wait in two FIFO queues (ordinary
-// and suspect) with no goroutine each; a dial gets a goroutine only when it
-// starts. The slots are x/sync weighted semaphores, only ever taken with
-// TryAcquire under mu (nobody blocks on them). Invariants, with mu held:
-//   - normal lane ≤ MaxTotalDials (total), suspect calls in it ≤
-//     suspectCap (suspect), slow lane ≤ MaxSlowDials (slow);
-//   - each key's slots ≤ MaxConcurrentDials (its calls' sem);
-//   - a queued call is started as soon as the slots allow, oldest first
-//     across both queues (a suspect call only while suspect < suspectCap);
-//   - while calls are queued and the normal lane is full, a running call
-//     that has run past latency.slowAfter moves to the slow lane (if it has
-//     room), freeing its normal slot. It keeps running until it returns or
-//     its deadline.
-//
-// Locks: lanes.mu, third in the pool's lock order (see the package
-// documentation). Nothing is called out of the package with it held.
+// lanes schedules dials: two FIFO queues (ordinary, suspect) and x/sync
+// semaphores as slots, taken with TryAcquire under mu. With mu held: the
+// normal lane holds ≤ MaxTotalDials (total), of which ≤ suspectCap suspect
+// (suspect), the slow lane ≤ MaxSlowDials (slow), a key ≤
+// MaxConcurrentDials (its calls' sem); a queued call starts as soon as the
+// slots allow, oldest first; while calls are queued and the normal lane is
+// full, a call run past latency.slowAfter moves to the slow lane. What
+// starts is decided in one function, dispatchLocked; the shell starts it
+// after mu (Pool.start).
 type lanes[K comparable, C any] struct {
 	mu       sync.Mutex
 	queue    list.List // queued ordinary calls, oldest first
@@ -36,72 +30,88 @@ type lanes[K comparable, C any] struct {
 	suspect  *semaphore.Weighted
 	slow     *semaphore.Weighted
 	seq      uint64
-	demoter  *timer // armed while calls are queued and the lane is full
-	// longest is the longest DialTimeout of any call submitted: no running
-	// dial holds a slot longer (see retryAt).
-	longest time.Duration
+	demoter  *timer        // armed while calls are queued and the lane is full
+	longest  time.Duration // longest DialTimeout submitted (retryAt)
 }
 
-// init sizes the lanes' semaphores.
-func (l *lanes[K, C]) init(total, slow int64) {
-	l.total = semaphore.NewWeighted(total)
-	l.suspect = semaphore.NewWeighted(suspectCap(total))
-	l.slow = semaphore.NewWeighted(slow)
+// lane is where a dial stands in the lanes.
+type lane uint8
+
+const (
+	laneNone   lane = iota // not submitted yet, or released
+	laneQueued             // waiting in the queue for a slot
+	laneNormal             // running in the normal lane (MaxTotalDials)
+	laneSlow               // running, moved to the slow lane (MaxSlowDials)
+)
+
+// slot is a call's place in the lanes, guarded by lanes.mu (rejection is
+// set by the core before the call is launched; started and deadline are
+// also read without a lock).
+type slot[K comparable, C any] struct {
+	lane      lane
+	elem      *list.Element      // in the queue or the running list
+	seq       uint64             // submission order, for FIFO across the queues
+	expiry    *timer             // enforces the deadline; nil unless running
+	ctx       context.Context    // made when the dial starts (thousands queued would contend on the pool's)
+	cancel    context.CancelFunc // canceled by Remove, Redial and Close
+	canceled  bool               // Remove, Redial or Close canceled the dial
+	rejection *Error             // a probe's half-open rejection, refined here (refineLocked)
+	started   atomic.Int64       // UnixNano when the dialer was called; 0 while queued
+	deadline  atomic.Int64       // UnixNano of the enforced DialTimeout; 0 while queued
 }
 
 // suspectCap is how many normal-lane slots suspect dials (of clusters that
-// failed their last dial or use, and half-open probes) may hold: half, at
-// least one.
+// failed their last dial or use, and probes) may hold: half, at least one.
 func suspectCap(total int64) int64 { return max(1, total/2) }
 
-// submit queues c and starts what the slots allow. It reports false if
-// the pool is closed or Remove canceled c before it was queued (c was not
-// queued: its launcher drops it).
-func (p *Pool[K, C]) submit(c *call[K, C]) bool {
-	l := &p.lanes
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if p.closed.Load() || c.canceled {
-		return false
-	}
-	l.seq++
-	c.seq = l.seq
-	c.lane = laneQueued
-	l.longest = max(l.longest, c.e.set.dialTimeout)
+// queueOf is the queue c waits in.
+func (l *lanes[K, C]) queueOf(c *call[K, C]) *list.List {
 	if c.suspect {
-		c.elem = l.suspectQ.PushBack(c)
-	} else {
-		c.elem = l.queue.PushBack(c)
+		return &l.suspectQ
 	}
-	p.dispatchLocked()
-	p.refineLocked(c, p.retryAtLocked(c, time.Now()))
-	return true
+	return &l.queue
 }
 
-// retryAt is when call c is sure to have ended, so that a caller told to
-// come back then finds its outcome: its deadline once the dialer runs.
-// While it is queued, a bound from the queue: every slot of the normal
-// lane is held by a dial that ends within the longest DialTimeout, the
-// queue is served oldest first, so the n calls queued start within
-// ceil(n/slots) such rounds (slots: MaxTotalDials, or its suspect share
-// for a suspect call), and c ends at most one more round after that. A
-// caller that comes back earlier than the outcome loses its place (in
-// controller-runtime's priority queue a RequeueAfter that fires first puts
-// the object at the back, an event that comes first keeps its place), so
-// the bound errs long: the Connected or DialFailed event is what brings
-// callers back at the right time.
-func (p *Pool[K, C]) retryAt(c *call[K, C]) time.Time {
-	if d := c.deadline.Load(); d != 0 {
-		return time.Unix(0, d)
+// submit queues c and starts what the slots allow. It reports false, not
+// queuing c, if the pool is closed or c was canceled.
+func (p *Pool[K, C]) submit(c *call[K, C]) bool {
+	l, s := &p.lanes, &c.slot
+	l.mu.Lock()
+	queued := !p.closed.Load() && !s.canceled
+	var start []*call[K, C]
+	if queued {
+		now := time.Now()
+		l.seq++
+		s.seq, s.lane, s.elem = l.seq, laneQueued, l.queueOf(c).PushBack(c)
+		l.longest = max(l.longest, c.e.set.dialTimeout)
+		start = p.dispatchLocked(now)
+		p.refineLocked(c, p.retryAtLocked(c, now))
 	}
-	p.lanes.mu.Lock()
-	defer p.lanes.mu.Unlock()
+	l.mu.Unlock()
+	p.start(start)
+	return queued
+}
+
+// retryAt is when call c (or the call Redial replaced it with) is sure to
+// have ended: its deadline once it runs; queued, a bound erring long (a
+// caller back before the outcome loses its place in controller-runtime's
+// priority queue): every normal slot is held by a dial ending within the
+// longest DialTimeout, so the n queued calls start within ceil(n/slots)
+// such rounds, and c ends one round after.
+func (p *Pool[K, C]) retryAt(c *call[K, C]) time.Time {
+	for n := c.next.Load(); n != nil; n = c.next.Load() {
+		c = n
+	}
+	if c.slot.deadline.Load() == 0 {
+		p.lanes.mu.Lock()
+		defer p.lanes.mu.Unlock()
+	}
 	return p.retryAtLocked(c, time.Now())
 }
 
-// retryAtLocked is retryAt with lanes.mu held.
+// retryAtLocked is retryAt of c itself. Needs lanes.mu unless c runs.
 func (p *Pool[K, C]) retryAtLocked(c *call[K, C], now time.Time) time.Time {
-	if d := c.deadline.Load(); d != 0 {
+	if d := c.slot.deadline.Load(); d != 0 {
 		return time.Unix(0, d)
 	}
 	l := &p.lanes
@@ -115,84 +125,116 @@ func (p *Pool[K, C]) retryAtLocked(c *call[K, C], now time.Time) time.Time {
 	return now.Add(time.Duration(rounds) * round)
 }
 
-// refineLocked replaces the half-open rejection of probe c by one that
-// says to come back at, unless the entry's rejection changed since: when
-// the probe is queued (the queue's bound) and when it starts (its
-// deadline). Each rejection is a value fixed when it is made; the swap is
-// atomic, so e.mu is not needed. Needs lanes.mu.
+// refineLocked replaces probe c's half-open rejection by one that says to
+// come back at (the queue's bound, then its deadline), unless the entry's
+// rejection changed since: a compare-and-swap of immutable values, with no
+// e.mu. Needs lanes.mu.
 func (p *Pool[K, C]) refineLocked(c *call[K, C], at time.Time) {
-	old := c.rejection
+	old := c.slot.rejection
 	if !c.probe || old == nil {
 		return
 	}
 	refined := *old
 	refined.RetryAt = at
 	if c.e.reject.CompareAndSwap(old, &refined) {
-		c.rejection = &refined
+		c.slot.rejection = &refined
 	}
 }
 
-// dequeue takes c out of the queue if it has not started, and reports
-// whether it did.
-func (p *Pool[K, C]) dequeue(c *call[K, C]) bool {
-	p.lanes.mu.Lock()
-	defer p.lanes.mu.Unlock()
-	return c.lane == laneQueued && p.releaseLocked(c)
-}
-
-// release takes c out of the lanes (queue or slot) and starts what the
-// freed slot allows. It returns false if c held nothing (already
-// released).
+// release takes c out of the lanes and starts what that allows; false if
+// c held nothing.
 func (p *Pool[K, C]) release(c *call[K, C]) bool {
-	p.lanes.mu.Lock()
-	defer p.lanes.mu.Unlock()
-	return p.releaseLocked(c)
-}
-
-// releaseLocked is release. Needs lanes.mu.
-func (p *Pool[K, C]) releaseLocked(c *call[K, C]) bool {
 	l := &p.lanes
-	switch c.lane {
-	case laneNone:
-		return false
-	case laneQueued:
-		if c.suspect {
-			l.suspectQ.Remove(c.elem)
-		} else {
-			l.queue.Remove(c.elem)
-		}
-	case laneNormal:
-		l.running.Remove(c.elem)
-		l.total.Release(1)
-		if c.suspect {
-			l.suspect.Release(1)
-		}
-		c.sem.Release(1)
-		p.stopExpiryLocked(c)
-	case laneSlow:
-		l.slowRun.Remove(c.elem)
-		l.slow.Release(1)
-		c.sem.Release(1)
-		p.stopExpiryLocked(c)
+	l.mu.Lock()
+	held := c.slot.lane != laneNone
+	var start []*call[K, C]
+	if held {
+		p.freeLocked(c)
+		start = p.dispatchLocked(time.Now())
 	}
-	c.lane, c.elem = laneNone, nil
-	p.dispatchLocked()
-	return true
+	l.mu.Unlock()
+	p.start(start)
+	return held
 }
 
-// dispatchLocked starts queued calls while slots allow, then arms the
-// demotion timer. Needs lanes.mu.
-func (p *Pool[K, C]) dispatchLocked() {
+// freeLocked takes c out of its queue or running list and gives its slots
+// back. Needs lanes.mu.
+func (p *Pool[K, C]) freeLocked(c *call[K, C]) {
+	l, s := &p.lanes, &c.slot
+	switch s.lane {
+	case laneQueued:
+		l.queueOf(c).Remove(s.elem)
+	case laneNormal:
+		l.running.Remove(s.elem)
+		p.leaveNormalLocked(c)
+	case laneSlow:
+		l.slowRun.Remove(s.elem)
+		l.slow.Release(1)
+	}
+	if s.lane == laneNormal || s.lane == laneSlow {
+		c.sem.Release(1)
+		p.timers.stop(s.expiry)
+		s.expiry = nil
+	}
+	s.lane, s.elem = laneNone, nil
+}
+
+// leaveNormalLocked gives back c's normal-lane slots. Needs lanes.mu.
+func (p *Pool[K, C]) leaveNormalLocked(c *call[K, C]) {
+	p.lanes.total.Release(1)
+	if c.suspect {
+		p.lanes.suspect.Release(1)
+	}
+}
+
+// cancelDial cancels c (Remove, Redial, a settled call): a queued c is
+// settled as dropped, a running one's context canceled, and one not yet
+// queued never will be.
+func (p *Pool[K, C]) cancelDial(c *call[K, C]) {
+	l, s := &p.lanes, &c.slot
+	l.mu.Lock()
+	s.canceled = true
+	if s.cancel != nil {
+		s.cancel()
+	}
+	queued := s.lane == laneQueued
+	if queued {
+		p.freeLocked(c)
+		p.armDemoterLocked()
+	}
+	l.mu.Unlock()
+	if queued {
+		p.finish(c, result[C]{end: endDropped})
+	}
+}
+
+// dispatchLocked decides what starts now: while the slots allow, the
+// oldest queued call that may start moves to the normal lane with its
+// slots taken, its context made and its deadline armed; then it arms the
+// demotion timer. No I/O, no goroutine: the shell starts the calls it
+// returns after lanes.mu (Pool.start). Needs lanes.mu.
+func (p *Pool[K, C]) dispatchLocked(now time.Time) []*call[K, C] {
 	l := &p.lanes
+	var start []*call[K, C]
 	for !p.closed.Load() && l.total.TryAcquire(1) {
 		c := p.nextLocked()
 		if c == nil {
 			l.total.Release(1)
 			break
 		}
-		p.startLocked(c)
+		s := &c.slot
+		s.lane, s.elem = laneNormal, l.running.PushBack(c)
+		ctx, cancel := context.WithCancel(p.ctx)
+		s.ctx, s.cancel = trace.ContextWithSpan(ctx, c.spanOrNil()), cancel
+		end := now.Add(c.e.set.dialTimeout)
+		s.started.Store(now.UnixNano())
+		s.deadline.Store(end.UnixNano())
+		p.refineLocked(c, end)
+		s.expiry = p.timers.schedule(end, func(*timer) { p.expire(c) })
+		start = append(start, c)
 	}
 	p.armDemoterLocked()
+	return start
 }
 
 // nextLocked takes the oldest call that may start now out of the queues,
@@ -210,7 +252,7 @@ func (p *Pool[K, C]) nextLocked() *call[K, C] {
 	switch {
 	case a == nil && b == nil:
 		return nil
-	case b == nil, a != nil && a.Value.(*call[K, C]).seq < b.Value.(*call[K, C]).seq:
+	case b == nil, a != nil && a.Value.(*call[K, C]).slot.seq < b.Value.(*call[K, C]).slot.seq:
 		if b != nil {
 			b.Value.(*call[K, C]).sem.Release(1)
 			l.suspect.Release(1)
@@ -225,9 +267,8 @@ func (p *Pool[K, C]) nextLocked() *call[K, C] {
 	return b.Value.(*call[K, C])
 }
 
-// firstStartable is the first call of q whose key has a free slot, with
-// that slot taken (a key is at its MaxConcurrentDials only while a dial
-// canceled by Remove is still running, so the scan is short).
+// firstStartable is the first call of q whose key has a free slot, with it
+// taken (a key is at its cap only while a canceled dial runs on).
 func firstStartable[K comparable, C any](q *list.List) *list.Element {
 	for el := q.Front(); el != nil; el = el.Next() {
 		if el.Value.(*call[K, C]).sem.TryAcquire(1) {
@@ -237,48 +278,22 @@ func firstStartable[K comparable, C any](q *list.List) *list.Element {
 	return nil
 }
 
-// startLocked runs c, whose slots are taken, in the normal lane: it arms
-// its deadline and starts its goroutine. Needs lanes.mu (it takes Pool.mu
-// inside).
-func (p *Pool[K, C]) startLocked(c *call[K, C]) {
-	l := &p.lanes
-	c.lane = laneNormal
-	c.elem = l.running.PushBack(c)
-	ctx, cancel := context.WithCancel(p.ctx)
-	c.ctx, c.cancel = trace.ContextWithSpan(ctx, c.spanOrNil()), cancel
-	if c.canceled { // Remove canceled it while it was queued
-		cancel()
+// start runs the calls dispatchLocked decided on, each on its own
+// goroutine, with no lock held; one decided just before Close began is
+// settled as dropped (Close waits only for dialers it counts).
+func (p *Pool[K, C]) start(calls []*call[K, C]) {
+	for _, c := range calls {
+		if !p.dialerAdd(c) {
+			p.finish(c, result[C]{end: endDropped})
+			continue
+		}
+		go p.runDial(c)
 	}
-	now := time.Now()
-	c.started.Store(now.UnixNano())
-	c.deadline.Store(now.Add(c.e.set.dialTimeout).UnixNano())
-	p.refineLocked(c, now.Add(c.e.set.dialTimeout))
-	c.expiry = p.timers.schedule(now.Add(c.e.set.dialTimeout), func(*timer) { p.expire(c) })
-	p.dialerAdd(c)
-	go p.runDial(c)
-}
-
-// cancelCall cancels c's context if it has one (a running dial), and
-// marks it canceled.
-func (p *Pool[K, C]) cancelCall(c *call[K, C]) {
-	p.lanes.mu.Lock()
-	defer p.lanes.mu.Unlock()
-	c.canceled = true
-	if c.cancel != nil {
-		c.cancel()
-	}
-}
-
-// stopExpiryLocked stops c's deadline timer if it has not fired. Needs
-// lanes.mu.
-func (p *Pool[K, C]) stopExpiryLocked(c *call[K, C]) {
-	p.timers.stop(c.expiry)
-	c.expiry = nil
 }
 
 // armDemoterLocked arms the demotion timer for the oldest normal-lane call
-// while calls wait and the normal lane is full; else it stops it. Needs
-// lanes.mu (it reads the latency estimate, an atomic).
+// while calls wait and the slow lane has room; else it stops it. Needs
+// lanes.mu.
 func (p *Pool[K, C]) armDemoterLocked() {
 	l := &p.lanes
 	want := !p.closed.Load() && l.queue.Len()+l.suspectQ.Len() > 0 && l.running.Len() > 0 &&
@@ -286,56 +301,51 @@ func (p *Pool[K, C]) armDemoterLocked() {
 	var at time.Time
 	if want {
 		oldest := l.running.Front().Value.(*call[K, C])
-		at = time.Unix(0, oldest.started.Load()).Add(p.lat.slowAfter(p.opts.MaxWait))
+		at = time.Unix(0, oldest.slot.started.Load()).Add(p.lat.slowAfter(p.opts.MaxWait))
 		if l.demoter != nil && at.Equal(l.demoter.at) {
 			return // armed for that instant already
 		}
 	}
 	p.timers.stop(l.demoter)
 	l.demoter = nil
-	if !want {
-		return
+	if want {
+		l.demoter = p.timers.schedule(at, p.demote)
 	}
-	l.demoter = p.timers.schedule(at, p.demote)
 }
 
-// demote moves every normal-lane call that has run past slowAfter to the
-// slow lane, while it has room, and starts queued calls in their place.
+// demote moves normal-lane calls that have run past slowAfter to the slow
+// lane, while it has room, and starts queued calls in their place.
 func (p *Pool[K, C]) demote(t *timer) {
 	l := &p.lanes
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.demoter == t {
 		l.demoter = nil // fired: armDemoterLocked arms a new one
 	}
-	limit := time.Now().Add(-p.lat.slowAfter(p.opts.MaxWait)).UnixNano()
+	now := time.Now()
+	limit := now.Add(-p.lat.slowAfter(p.opts.MaxWait)).UnixNano()
 	for el := l.running.Front(); el != nil; {
 		c := el.Value.(*call[K, C])
 		next := el.Next()
-		if c.started.Load() > limit {
+		if c.slot.started.Load() > limit || !l.slow.TryAcquire(1) {
 			break // started in order: the rest are younger
 		}
-		if !l.slow.TryAcquire(1) {
-			break
-		}
 		l.running.Remove(el)
-		l.total.Release(1)
-		if c.suspect {
-			l.suspect.Release(1)
-		}
-		c.lane, c.elem = laneSlow, l.slowRun.PushBack(c)
+		p.leaveNormalLocked(c)
+		c.slot.lane, c.slot.elem = laneSlow, l.slowRun.PushBack(c)
 		el = next
 	}
-	p.dispatchLocked()
+	start := p.dispatchLocked(now)
+	l.mu.Unlock()
+	p.start(start)
 }
 
-// closeLanes closes the pool (Pool.closed, the one closed flag, set under
-// lanes.mu and Pool.mu so that no dial starts and no subscriber is counted
-// after it), stops all scheduling and drops the calls still queued.
+// closeLanes sets Pool.closed (under lanes.mu and Pool.mu: no dial starts
+// and no subscriber is counted after it), stops the demoter and drops the
+// queued calls.
 func (p *Pool[K, C]) closeLanes() {
 	l := &p.lanes
 	l.mu.Lock()
-	p.mu.Lock() // track reads closed under it
+	p.mu.Lock() // track and dialerAdd read closed under it
 	p.closed.Store(true)
 	p.mu.Unlock()
 	p.armDemoterLocked() // stops it

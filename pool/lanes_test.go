@@ -306,27 +306,39 @@ func TestPendingDialsHoldNoGoroutines(t *testing.T) {
 	})
 }
 
-// Probe dials an unknown or disconnected cluster without waiting, brings an
-// open breaker's probe forward, and is coalesced with a dial in flight.
-func TestProbe(t *testing.T) {
+// Connect dials an unknown or idle cluster without waiting, and does
+// nothing for one dialing, connected or whose breaker is open (its backoff
+// stands). Probe brings an open breaker's probe forward, is coalesced with
+// the probe out, and dials nothing else.
+func TestConnectAndProbe(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake()
 		p := newPool(t, f, Options[string, *client]{Breaker: breaker.Settings{ConsecutiveFailures: 1}})
-		p.Probe("a") // unknown: dialed
-		p.Probe("a") // coalesced with the dial in flight
+		p.Probe("a") // unknown: nothing
+		synctest.Wait()
+		f.noDial(t)
+		if p.State("a").Known {
+			t.Fatal("Probe made state for an unknown key")
+		}
+		p.Connect("a") // unknown: dialed
+		p.Connect("a") // coalesced with the dial in flight
 		synctest.Wait()
 		f.next(t).succeed()
 		synctest.Wait()
 		f.noDial(t)
 		if _, up := p.Peek("a"); !up {
-			t.Fatal("Probe did not connect a")
+			t.Fatal("Connect did not connect a")
 		}
-		p.Probe("a") // connected: nothing to do
+		p.Connect("a") // connected: nothing to do
+		p.Probe("a")
 		synctest.Wait()
 		f.noDial(t)
 
 		failDial(t, p, f, "b", errRefused) // open for 5s
 		time.Sleep(time.Second)
+		p.Connect("b") // the backoff stands
+		synctest.Wait()
+		f.noDial(t)
 		p.Probe("b") // the probe is due now, not in 4s
 		synctest.Wait()
 		probe := f.next(t)

@@ -7,18 +7,16 @@ import (
 	"time"
 )
 
-// Tuning of the latency-aware lanes and waits. A dial is "slow" once it has
-// run demoteFactor times the pool's healthy dial latency (its p90 over the
-// last latencySamples successful dials), but never before MaxWait: below
-// that a dial is fast whatever the statistics say. Before any dial has
-// succeeded, 4×MaxWait stands in for the learned bound.
+// A dial is slow once it has run demoteFactor times the p90 of the last
+// latencySamples successful dials, never before MaxWait (4×MaxWait before
+// any succeeded).
 const (
 	latencySamples = 32
 	demoteFactor   = 4
 )
 
-// latency learns how long successful dials take, pool-wide. Its estimate is
-// read without a lock.
+// latency learns how long successful dials take, pool-wide; its estimate
+// is read without a lock.
 type latency struct {
 	mu      sync.Mutex
 	samples [latencySamples]time.Duration
@@ -42,8 +40,8 @@ func (l *latency) observe(d time.Duration) {
 // estimate is the p90 of recent successful dials, or 0 if none succeeded.
 func (l *latency) estimate() time.Duration { return time.Duration(l.p90.Load()) }
 
-// slowAfter is how long a dial may run before it counts as slow: it then
-// leaves the normal lane, and callers stop waiting for it.
+// slowAfter is how long a dial may run before it is slow: it leaves the
+// normal lane, and callers stop waiting for it.
 func (l *latency) slowAfter(maxWait time.Duration) time.Duration {
 	est := l.estimate()
 	if est == 0 {

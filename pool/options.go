@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
@@ -18,95 +19,81 @@ const (
 	DefaultDialTimeout        = 10 * time.Second
 	DefaultMaxConcurrentDials = 1
 	// DefaultMaxTotalDials is Cluster API's --clustercache-concurrency
-	// default: ClusterCache connects with 100 workers.
+	// default (ClusterCache connects with 100 workers).
 	DefaultMaxTotalDials = 100
-	// DefaultMaxSlowDials is the default of Options.MaxSlowDials. Dials of
-	// clusters known to fail hold at most half of the normal lane, so at
-	// most 90 of them hang at once, fewer than ClusterCache's 100 workers:
-	// a fleet with more dead clusters than that capacity is dialed less
-	// often than ClusterCache dials it, and every healthy cluster is still
-	// connected sooner. bench/sim scenario 2 measures both, with the other
-	// values tried (bench/README.md).
+	// DefaultMaxSlowDials: with dials of clusters known to fail holding at
+	// most half of the normal lane, at most 90 hang at once, fewer than
+	// ClusterCache's 100 workers (bench/sim scenario 2, bench/README.md).
 	DefaultMaxSlowDials = 40
 )
 
-// MaxDuration bounds every duration of Options and Overrides: a longer one
-// is refused by New rather than overflowing a deadline.
+// MaxDuration bounds every duration of Options and Overrides.
 const MaxDuration = breaker.MaxDuration
 
 // Options configures a [Pool]. The zero value is valid: every zero field
 // means its documented default.
 type Options[K comparable, C any] struct {
 	// MaxWait is the longest a Get waits for a dial in flight. A Get waits
-	// only for a dial that is expected to end within the bound, judging by
-	// the dials the pool has seen: it does not wait for a dial queued for a
-	// permit, for a cluster whose last dial or reported use failed, or for a
-	// dial already slower than healthy dials. A caller's earlier deadline
-	// wins. Zero means DefaultMaxWait (50ms). While a SubscribeRequeue
-	// subscription is open, a Get never waits blindly (see there).
+	// only for a dial expected to end within the bound, judging by the
+	// dials the pool has seen: not for a queued dial, a dial already slower
+	// than healthy ones, or a cluster whose last dial (whatever its
+	// outcome) took longer than the bound. After a failed dial the next Get
+	// dials again and waits by the same rule. A caller's earlier deadline
+	// wins. A Get whose ctx is marked by Requeued never waits blindly (see
+	// there). Zero means DefaultMaxWait (50ms).
 	MaxWait time.Duration
 
-	// DialTimeout bounds one dial. The pool enforces it whatever the dialer
-	// does: at the deadline the dial is settled as a timeout failure and its
-	// permits are returned, even if the dialer ignores its context (its
-	// client, should it ever return one, goes to OnClose). A dial that runs
-	// until the deadline, or fails with a timeout error (context's, or a
-	// net.Error's Timeout) after at least half of it, hung: it is a
-	// breaker.Trip. Zero means DefaultDialTimeout (10s).
+	// DialTimeout bounds one dial, whatever the dialer does: at the deadline
+	// the dial is a timeout failure and its slots are returned (a client
+	// it returns later goes to OnClose). A dial that runs until the
+	// deadline, or fails with a timeout error (context's, or a net.Error's)
+	// after at least half of it, hung: a breaker.Trip. Zero means
+	// DefaultDialTimeout (10s).
 	DialTimeout time.Duration
 
 	// MaxConcurrentDials is how many dials of one cluster may run at once
-	// (a dial canceled by Remove runs until it returns or its deadline).
-	// Zero means 1.
+	// (a canceled dial runs until it returns or its deadline). Zero means 1.
 	MaxConcurrentDials int64
 
 	// MaxTotalDials is the normal lane: how many dials may run at once
-	// across all clusters while they are not known to hang. Zero means
+	// across all clusters while they are not known to hang; not below
+	// MaxConcurrentDials. Dials of clusters that failed their last dial or
+	// use, and probes, hold at most half of it (at least one). Pending dials
+	// wait in FIFO order, with no goroutine. Zero means
 	// DefaultMaxTotalDials (100).
-	// It must not be below MaxConcurrentDials. Dials of clusters that
-	// failed their last dial or reported use, and half-open probes, hold at
-	// most half of it (at least one). Pending dials wait in one FIFO queue;
-	// no goroutine waits for a permit.
 	MaxTotalDials int64
 
-	// MaxSlowDials is the slow lane: a dial that has run much longer than
-	// the pool's healthy dials (4 times their 90th percentile, at least
-	// MaxWait; 4×MaxWait before any dial succeeded) moves out of the normal
-	// lane into this one, where it goes on until its deadline without
-	// holding up first dials of other clusters. Zero means
-	// DefaultMaxSlowDials (40); when the slow lane is full, slow dials stay
-	// in the normal lane.
+	// MaxSlowDials is the slow lane: a dial that has run 4 times the p90 of
+	// the pool's healthy dials (at least MaxWait; 4×MaxWait before any
+	// succeeded) moves into it and goes on until its deadline without
+	// holding up other clusters' first dials; when it is full, slow dials
+	// stay in the normal lane. Zero means DefaultMaxSlowDials (40).
 	MaxSlowDials int64
 
-	// Breaker configures each cluster's circuit breaker; see
-	// breaker.Settings for its defaults (3 failures, 5s open, 30s cap).
-	// Breaker.IsFailure is called without any pool lock held; a panic in
-	// it is recovered and counts the error as a failure.
+	// Breaker configures each cluster's circuit breaker (breaker.Settings:
+	// 3 failures, 5s open, 30s cap). A panic in IsFailure counts the error
+	// as a failure.
 	Breaker breaker.Settings
 
 	// ForKey, if set, gives per-cluster overrides (a known-slow edge
 	// cluster, say). It is called once each time the pool starts holding
-	// state for a key (again only after Remove forgot it), without
-	// any lock held, by the first Get or Probe of the key; a Get of the same
-	// key that comes while it runs waits for its answer (at most MaxWait,
-	// or until its ctx ends: ErrWaitTimeout) instead of calling it again.
-	// Gets of other keys are not held up. Invalid overrides, or a panic,
-	// make the Get (and those that waited for the answer) fail with an
-	// error matching ErrInvalidOptions that names the cluster and the
-	// field; nothing is kept for the key, so the next Get calls ForKey
-	// again.
+	// state for a key (again only after Remove forgot it), with no lock
+	// held, by the key's first Get or Connect; others of the key wait for
+	// its answer (at most MaxWait, or until their ctx ends: ErrWaitTimeout).
+	// Invalid overrides, or a panic, fail those Gets with an error matching
+	// ErrInvalidOptions that names the cluster and the field; nothing is
+	// kept, so the next Get calls ForKey again.
 	ForKey func(key K) Overrides
 
 	// OnClose is called exactly once for every client that leaves the pool
-	// or that a dial returned but the pool did not keep (also a non-nil
-	// client returned together with an error). It is never called with a
-	// pool lock held; a panic in it is recovered and counted. nil means
-	// nothing is done.
+	// or that a dial returned but the pool did not keep (also one returned
+	// with an error), with no pool lock held; a panic is recovered and
+	// counted. nil means nothing is done.
 	OnClose func(key K, client C)
 
-	// FormatKey turns a key into the string used in errors, span attributes
-	// and logs. It must not reveal credentials. nil means fmt.Sprint; a
-	// panic in it is recovered and the key is shown as "<unprintable>".
+	// FormatKey turns a key into the string of errors, spans and logs; it
+	// must not reveal credentials. nil means fmt.Sprint; on a panic the key
+	// is "<unprintable>".
 	FormatKey func(key K) string
 
 	// TracerProvider and MeterProvider receive the pool's spans and metrics;
@@ -120,9 +107,7 @@ type Options[K comparable, C any] struct {
 type Overrides struct {
 	MaxWait     time.Duration
 	DialTimeout time.Duration
-	// Breaker, if not nil, replaces Options.Breaker for the cluster; its
-	// own zero fields mean the breaker package's defaults.
-	Breaker *breaker.Settings
+	Breaker     *breaker.Settings // replaces Options.Breaker (its zero fields: breaker's defaults)
 }
 
 // ErrInvalidOptions is matched (errors.Is) by every configuration error New
@@ -180,9 +165,8 @@ func (o Options[K, C]) withDefaults() Options[K, C] {
 	return o
 }
 
-// keySettings are the settings in force for one cluster: the pool's, with
-// the cluster's Overrides applied. Entries share them by pointer: every key
-// without overrides points at the pool's.
+// keySettings are one cluster's settings: the pool's, with its Overrides
+// applied; keys without overrides share the pool's.
 type keySettings struct {
 	maxWait     time.Duration
 	dialTimeout time.Duration
@@ -191,8 +175,7 @@ type keySettings struct {
 	maxDials    int64            // Options.MaxConcurrentDials
 }
 
-// settingsFor validates ov and applies it over the pool's options (whose
-// defaults are applied).
+// settingsFor validates ov and applies it over o (defaults applied).
 func (o *Options[K, C]) settingsFor(ov Overrides) (*keySettings, error) {
 	if err := opt.FirstNegative("ForKey.", opt.F("MaxWait", ov.MaxWait),
 		opt.F("DialTimeout", ov.DialTimeout)); err != nil {
@@ -201,13 +184,8 @@ func (o *Options[K, C]) settingsFor(ov Overrides) (*keySettings, error) {
 	if err := tooLong("ForKey.", ov.MaxWait, ov.DialTimeout); err != nil {
 		return nil, err
 	}
-	s := &keySettings{maxWait: o.MaxWait, dialTimeout: o.DialTimeout, breaker: o.Breaker, maxDials: o.MaxConcurrentDials}
-	if ov.MaxWait != 0 {
-		s.maxWait = ov.MaxWait
-	}
-	if ov.DialTimeout != 0 {
-		s.dialTimeout = ov.DialTimeout
-	}
+	s := &keySettings{maxWait: cmp.Or(ov.MaxWait, o.MaxWait), dialTimeout: cmp.Or(ov.DialTimeout, o.DialTimeout),
+		breaker: o.Breaker, maxDials: o.MaxConcurrentDials}
 	if ov.Breaker != nil {
 		if err := ov.Breaker.Validate(); err != nil {
 			return nil, fmt.Errorf("%w: ForKey.Breaker: %w", ErrInvalidOptions, err)

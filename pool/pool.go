@@ -8,17 +8,17 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/clusterpool/clusterpool/breaker"
 	"github.com/clusterpool/clusterpool/tracing"
 )
 
 // DialFunc creates the client for one cluster. It should honour ctx, which
-// carries the pool's deadline (Options.DialTimeout) and is canceled by Close
-// and Remove; the pool enforces the deadline even if it does not. A panic
-// is recovered and counted as a failure; a nil client with a nil error is
-// an ErrDialFailed failure; a non-zero client returned with an error is
-// passed to OnClose.
+// carries the pool's deadline (Options.DialTimeout, enforced anyway) and is
+// canceled by Close, Remove and Redial. A panic, or a nil client with a nil
+// error, is a failure; a non-zero client returned with an error goes to
+// OnClose.
 type DialFunc[K comparable, C any] func(ctx context.Context, key K) (C, error)
 
 // Pool hands out one client per cluster key; see the package documentation
@@ -36,9 +36,7 @@ type Pool[K comparable, C any] struct {
 	timers   timers // probes, dial deadlines and demotion
 
 	// ctx is the one shutdown signal: the parent of every dial, canceled by
-	// Close; its Done channel wakes waiters and subscribers. closed is set
-	// just before (closeLanes, under lanes.mu and mu): the lanes, track and
-	// the lock-free paths read it.
+	// Close. closed is set just before (closeLanes, under lanes.mu and mu).
 	ctx    context.Context
 	cancel context.CancelFunc
 	closed atomic.Bool
@@ -49,9 +47,8 @@ type Pool[K comparable, C any] struct {
 	dialerOut chan struct{}            // closed and replaced when a dialer returns after Close
 	subs      map[*subscriber[K]]struct{}
 
-	// observe, if set (by this package's tests, before any call), sees
-	// every breaker transition the pool applies, and Remove's reset as a
-	// transition to closed, in order, with the entry's mu held.
+	// observe, if set (by tests, before any call), sees every breaker
+	// transition applied, and Remove's reset, in order, under entry.mu.
 	observe func(key K, tr breaker.Transition)
 
 	shutdownOnce sync.Once
@@ -85,27 +82,19 @@ func New[K comparable, C any](dial DialFunc[K, C], opts Options[K, C]) (*Pool[K,
 		subs:         map[*subscriber[K]]struct{}{},
 		shutdownDone: make(chan struct{}),
 	}
-	p.lanes.init(opts.MaxTotalDials, opts.MaxSlowDials)
+	p.lanes.total, p.lanes.slow = semaphore.NewWeighted(opts.MaxTotalDials), semaphore.NewWeighted(opts.MaxSlowDials)
+	p.lanes.suspect = semaphore.NewWeighted(suspectCap(opts.MaxTotalDials))
 	p.timers.init(&p.wg)
 	return p, nil
 }
 
-// Get returns the client for key. A connected cluster's client is returned
-// at once, with no lock, allocation or span. Otherwise Get starts a dial or
-// joins the one in flight, and waits for it only if it is expected to end
-// within the wait bound (Options.MaxWait, or ctx's earlier deadline): not
-// for a dial queued for a slot, nor for a dial already slower than the
-// healthy dials the pool has seen, nor for a cluster whose last dial took
-// longer than the bound. It then returns ErrWaitTimeout at once with a
-// RetryAfter of the expected end, the dial goes on, and an event tells when
-// it ended (Connected when the client is there). A Get whose ctx is marked
-// by Requeued does not wait for a dial whose length the pool cannot
-// predict yet, and its RetryAfter is the latest the dial can end.
-//
-// A Get whose ctx is already done when it would have to wait returns
-// ctx.Err() as it is, starts nothing and keeps no state. The first Get of a
-// key runs Options.ForKey; a Get of the key that comes meanwhile waits for
-// that answer within the same bound.
+// Get returns the client for key: a connected cluster's at once, with no
+// lock, allocation or span. Otherwise Get starts a dial or joins the one in
+// flight, and waits for it only if it is expected to end within the bound
+// (see Options.MaxWait); else it returns ErrWaitTimeout at once with a
+// RetryAfter of the expected end (with ctx marked by Requeued: the latest),
+// the dial goes on, and an event tells when it ended. A Get whose ctx is
+// done when it would wait returns ctx.Err() and keeps no state.
 //
 // Errors: ErrWaitTimeout (the dial goes on), ErrCircuitOpen, ErrDialFailed,
 // ErrClosed, ErrRemoved, ErrInvalidOptions (Options.ForKey), or ctx's error.
@@ -115,10 +104,7 @@ func (p *Pool[K, C]) Get(ctx context.Context, key K) (C, error) {
 		if c := e.client.Load(); c != nil {
 			return *c, nil
 		}
-		if rej := e.reject.Load(); rej != nil {
-			// An instant rejection waits for nothing: it costs no clock
-			// read, and gets a span only as part of a caller's recording
-			// trace.
+		if rej := e.reject.Load(); rej != nil { // no clock read; a span only in a recording trace
 			p.rec.Reject(ctx, e.name, rej.state.String())
 			var zero C
 			return zero, rej
@@ -127,8 +113,7 @@ func (p *Pool[K, C]) Get(ctx context.Context, key K) (C, error) {
 	return p.miss(ctx, key)
 }
 
-// miss is Get for a cluster without a client or an instant rejection: the
-// traced wait.
+// miss is Get without a client or an instant rejection: the traced wait.
 func (p *Pool[K, C]) miss(ctx context.Context, key K) (C, error) {
 	var zero C
 	if p.closed.Load() { // no entry is created after Close
@@ -151,23 +136,19 @@ func (p *Pool[K, C]) miss(ctx context.Context, key K) (C, error) {
 	return c, err
 }
 
-// entryOutcome is the outcome of a Get that got no entry: invalid
-// overrides, the pool closed, or its wait for another caller's ForKey
-// ended (its ctx, or MaxWait).
+// entryOutcome is the outcome of a Get that got no entry (see Pool.entry).
 func (p *Pool[K, C]) entryOutcome(ctx context.Context, err error) tracing.Outcome {
 	switch {
 	case p.closed.Load():
 		return tracing.Closed
 	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
 		return p.ctxOutcome(err)
-	case errors.Is(err, ErrWaitTimeout):
-		return tracing.Timeout
 	}
 	return outcomeOf(err)
 }
 
-// track counts one more subscriber goroutine unless the pool is closed.
-// Every true must be matched by one p.wg.Done.
+// track counts one more subscriber goroutine (one p.wg.Done each) unless
+// the pool is closed.
 func (p *Pool[K, C]) track() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -178,12 +159,16 @@ func (p *Pool[K, C]) track() bool {
 	return true
 }
 
-// dialerAdd and dialerDone keep the set of dial goroutines that have not
-// returned, which Close waits for (within its bound).
-func (p *Pool[K, C]) dialerAdd(c *call[K, C]) {
+// dialerAdd and dialerDone keep the set of dial goroutines Close waits for;
+// dialerAdd adds nothing and reports false once the pool is closed.
+func (p *Pool[K, C]) dialerAdd(c *call[K, C]) bool {
 	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed.Load() {
+		return false
+	}
 	p.dialers[c] = struct{}{}
-	p.mu.Unlock()
+	return true
 }
 
 func (p *Pool[K, C]) dialerDone(c *call[K, C]) {
@@ -196,31 +181,51 @@ func (p *Pool[K, C]) dialerDone(c *call[K, C]) {
 	p.mu.Unlock()
 }
 
-// Probe asks the pool to try key now, off the caller's path, without
-// waiting: an open breaker's probe is brought forward (coalesced with a
-// probe already out), and a cluster that is not connected and has no dial
-// in flight is dialed. It does nothing for a connected cluster, one with a
-// dial in flight, or after Close. The first Probe of a key runs ForKey;
-// one that comes while another caller runs it waits for that answer, at
-// most MaxWait. Use it when something outside the pool says the cluster
-// may work again (its kubeconfig Secret changed, an operator asked); the
-// Connected event tells when it does.
-func (p *Pool[K, C]) Probe(key K) {
+// Connect asks for key's cluster to be connected, without waiting: a dial
+// starts if it is idle (no client, no dial in flight, breaker closed), also
+// if the pool does not hold it (ForKey runs first, as for a Get). Nothing
+// else: a cluster connected or dialing is left alone, and an open breaker's
+// backoff stands. The dial's end is an event. Nothing after Close.
+func (p *Pool[K, C]) Connect(key K) {
 	for !p.closed.Load() {
 		e, err := p.entry(context.Background(), key)
-		if err != nil || !p.step(e, input[K, C]{kind: inProbe}).retry {
+		if err != nil || !p.step(e, input[K, C]{kind: inConnect}).retry {
 			return
 		}
 	}
 }
 
-// Report feeds the outcome of using key's client into its breaker: a caller
-// saw err talking to the cluster (nil for a success). Errors count as
-// failures as the cluster's Breaker.IsFailure says, which is called before
-// any lock is taken. When the breaker opens, the client is evicted
-// (OnClose), and Disconnected and BreakerOpened are sent. Report does
-// nothing for an unknown key, a key removed and not used since, or while
-// the breaker is not closed: it never creates state nor starts a dial.
+// Redial replaces key's client, without waiting, when what it was made
+// with is no longer right (credentials changed or were refused): the
+// client goes to OnClose, a dial or probe in flight is canceled (never
+// cached nor counted; its waiters wait for the new dial), and a new dial
+// starts, or while the breaker is open its probe, the breaker's history
+// kept. Events: Disconnected if a client was cached, Redialed, then the
+// new dial's; never Removed. Nothing for a key the pool does not hold
+// (Connect dials it), nor after Close.
+func (p *Pool[K, C]) Redial(key K) { p.stepHeld(key, inRedial) }
+
+// Probe brings key's probe forward, without waiting: while its breaker is
+// open, the open period ends now and the half-open probe goes out (its
+// history kept). Nothing for a closed breaker (Connect dials), a probe out,
+// or a key the pool does not hold. For when something outside the pool
+// says the cluster may work again (an operator asked).
+func (p *Pool[K, C]) Probe(key K) { p.stepHeld(key, inProbe) }
+
+// stepHeld steps key's entry, if the pool holds one, with kind.
+func (p *Pool[K, C]) stepHeld(key K, kind inputKind) {
+	for !p.closed.Load() {
+		v, ok := p.entries.Load(key)
+		if !ok || !p.step(v.(*entry[K, C]), input[K, C]{kind: kind}).retry {
+			return
+		}
+	}
+}
+
+// Report feeds the outcome of using key's client (nil: success) into its
+// breaker, classified by Breaker.IsFailure before any lock; when it opens,
+// the client goes to OnClose. Nothing for a key the pool does not hold or
+// while the breaker is not closed.
 func (p *Pool[K, C]) Report(key K, err error) {
 	if v, ok := p.entries.Load(key); ok && !p.closed.Load() {
 		e := v.(*entry[K, C])
@@ -228,13 +233,10 @@ func (p *Pool[K, C]) Report(key K, err error) {
 	}
 }
 
-// Remove forgets key: a dial in flight is canceled and its waiters get
-// ErrRemoved, the cached client is passed to OnClose (and Disconnected
-// sent), the breaker is reset, a pending probe dropped, and a Removed event
-// sent. A dial that returns after Remove has its client closed, not cached;
-// Report does nothing until the key is used again. A later Get starts
-// afresh; its dial waits for the canceled one to return if
-// MaxConcurrentDials is 1.
+// Remove forgets key, for a cluster that leaves: a dial in flight is
+// canceled (its waiters get ErrRemoved), the client goes to OnClose
+// (Disconnected), the breaker is reset, and Removed is sent. A later Get
+// starts afresh (its dial may wait for the canceled one to return).
 func (p *Pool[K, C]) Remove(key K) {
 	if v, ok := p.entries.Load(key); ok {
 		p.step(v.(*entry[K, C]), input[K, C]{kind: inRemove})

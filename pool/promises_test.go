@@ -47,7 +47,7 @@ func TestPromiseOpenPeriodAfterHungDialDoesNotShrink(t *testing.T) {
 			}
 			return nil, errRefused
 		}, pool.Options[string, *conn]{})
-		p.Probe("a")
+		p.Connect("a")
 		time.Sleep(pool.DefaultDialTimeout)
 		synctest.Wait()
 		st := p.State("a")
@@ -92,7 +92,7 @@ func TestPromiseCloseStartsNoQueuedDial(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range running + queued {
-			p.Probe(fmt.Sprint("c", i)) // dials without waiting
+			p.Connect(fmt.Sprint("c", i)) // dials without waiting
 		}
 		for range running {
 			<-entered // every dial that may run has reached the dialer
@@ -200,7 +200,7 @@ func TestPromiseNoDialFailedWhileBreakerOpen(t *testing.T) {
 				mu.Unlock()
 			}
 		}()
-		p.Probe("a") // a dial starts and waits in the dialer
+		p.Connect("a") // a dial starts and waits in the dialer
 		synctest.Wait()
 		for range breaker.DefaultConsecutiveFailures {
 			p.Report("a", errRefused)
@@ -231,7 +231,7 @@ func TestPromiseShutdownDoneContextBlamesNoDialer(t *testing.T) {
 			<-ctx.Done()
 			return nil, ctx.Err()
 		}, pool.Options[string, *conn]{})
-		p.Probe("a")
+		p.Connect("a")
 		synctest.Wait()
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()

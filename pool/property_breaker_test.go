@@ -78,3 +78,29 @@ func checkTransitions(rt *rapid.T, reader *sdkmetric.ManualReader) {
 		}
 	}
 }
+
+// checkConnect connects k: Connect never shortens an open breaker's
+// backoff (nothing else runs meanwhile: the bubble's goroutines are
+// blocked between actions).
+func checkConnect(rt *rapid.T, p *Pool[string, *client], k string) {
+	before := p.State(k)
+	p.Connect(k)
+	if after := p.State(k); before.Breaker == breaker.StateOpen &&
+		(after.Breaker != breaker.StateOpen || !after.NextProbe.Equal(before.NextProbe)) {
+		rt.Fatalf("Connect(%s) shortened the backoff: %+v, then %+v", k, before, after)
+	}
+}
+
+// checkRedial redials k: Redial never keeps the client nor forgets the
+// cluster (watchOpenPeriods checks that it keeps the breaker's history).
+func checkRedial(rt *rapid.T, p *Pool[string, *client], k string) {
+	old, held := p.Peek(k)
+	known := p.State(k).Known
+	p.Redial(k)
+	if c, ok := p.Peek(k); held && ok && c == old {
+		rt.Fatalf("Redial(%s) kept the client", k)
+	}
+	if known && !p.State(k).Known {
+		rt.Fatalf("Redial(%s) removed the cluster", k)
+	}
+}

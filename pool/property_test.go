@@ -141,8 +141,8 @@ type getRecord struct {
 var propKeys = []string{"a", "b", "c"}
 
 // Random sequences of Get (with no deadline, a deadline, or a canceled
-// context), Report (also right after Remove), Remove, Probe, Close and time
-// advance, over a dialer whose dials succeed, fail, hang, panic, are slow,
+// context), Report (also right after Remove), Remove, Probe, Connect,
+// Redial, Close and time advance, over a dialer whose dials succeed, fail, hang, panic, are slow,
 // fail with an error the classifier ignores or panics on, return (nil,
 // nil), or ignore their context; OnClose panics for every other client.
 // On virtual time. Invariants, checked after every step and at the end:
@@ -161,7 +161,9 @@ var propKeys = []string{"a", "b", "c"}
 //     transitions metric);
 //   - an open period is never shorter than the one before it until the
 //     breaker closes or Remove resets it (issue 23: a refused probe after
-//     a hung dial used to shorten it);
+//     a hung dial used to shorten it; Redial keeps it);
+//   - Connect never shortens an open breaker's backoff; Redial never keeps
+//     the client nor forgets the cluster;
 //   - no dial starts (no dialer is called) once Close began (issue 23:
 //     dialers that honour ctx freed slots that started queued dials);
 //   - with a SubscribeRequeue subscription open and the Gets marked by
@@ -272,7 +274,9 @@ func TestPoolProperties(t *testing.T) {
 					rt.Fatalf("Report after Remove(%s) changed its state: %+v", k, st)
 				}
 			},
-			"probe": func(rt *rapid.T) { p.Probe(rapid.SampledFrom(propKeys).Draw(rt, "key")) },
+			"probe":   func(rt *rapid.T) { p.Probe(rapid.SampledFrom(propKeys).Draw(rt, "key")) },
+			"connect": func(rt *rapid.T) { checkConnect(rt, p, rapid.SampledFrom(propKeys).Draw(rt, "key")) },
+			"redial":  func(rt *rapid.T) { checkRedial(rt, p, rapid.SampledFrom(propKeys).Draw(rt, "key")) },
 			"close": func(rt *rapid.T) {
 				if rapid.IntRange(0, 9).Draw(rt, "close?") == 0 { // rarely: the rest of the case runs closed
 					markClose()

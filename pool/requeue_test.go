@@ -57,7 +57,7 @@ func TestRequeuedRetryAfterIsTheDeadline(t *testing.T) {
 			f := newFake()
 			p := newPool(t, f, Options[string, *client]{})
 			ctx := requeueing(t, p, context.Background(), eventDriven)
-			p.Probe("a")
+			p.Connect("a")
 			synctest.Wait()
 			time.Sleep(200 * time.Millisecond)
 			f.next(t).succeed()
@@ -74,7 +74,7 @@ func TestRequeuedRetryAfterIsTheDeadline(t *testing.T) {
 			synctest.Wait()
 			f.next(t).succeed()
 			synctest.Wait()
-			p.Probe("c")
+			p.Connect("c")
 			synctest.Wait()
 			_, err = p.Get(context.Background(), "c")
 			if d, _ := RetryAfter(err); !errors.Is(err, ErrWaitTimeout) || d != 200*time.Millisecond {
@@ -105,7 +105,7 @@ func TestQueuedRetryAfterBoundsTheEnd(t *testing.T) {
 						return Overrides{}
 					}})
 				for _, k := range []string{"a", "b", "c", "d"} {
-					p.Probe(k) // a, b run; c, d queue
+					p.Connect(k) // a, b run; c, d queue
 				}
 				synctest.Wait()
 				_, err := p.Get(context.Background(), "e") // queued third
@@ -129,7 +129,7 @@ func TestDialFailedEvent(t *testing.T) {
 		f := newFake()
 		p := newPool(t, f, Options[string, *client]{})
 		ev := subscribe(t.Context(), p)
-		p.Probe("a")
+		p.Connect("a")
 		synctest.Wait()
 		f.next(t).fail(errRefused)
 		synctest.Wait()
@@ -166,7 +166,7 @@ func TestRequeueIsPerCall(t *testing.T) {
 		time.Sleep(200*time.Millisecond - DefaultMaxWait)
 		f.next(t).succeed() // the pool's dials take 200ms
 		synctest.Wait()
-		p.Probe("b")
+		p.Connect("b")
 		synctest.Wait()
 		_, err = p.Get(context.Background(), "b")
 		if d, _ := RetryAfter(err); !errors.Is(err, ErrWaitTimeout) || d != 200*time.Millisecond {

@@ -9,40 +9,26 @@ import (
 )
 
 // A dial's end, part of the functional core (see core.go): settle decides,
-// from an explicit input (settleIn), everything that follows a dial's end;
-// dialEnded gathers that input from the entry, records the outcome in the
-// breaker, and applies the decision to the entry.
+// from an explicit input (settleIn), all that follows; dialEnded gathers
+// that input, records the outcome in the breaker and applies the decision.
 
-// dialEnd is how a dial ended: who settled it, and whether Remove or Close
-// had canceled it. These are the only legal combinations; a dropped or
-// abandoned dial is always canceled, and only endReturned* carry a client
-// from the dialer.
+// dialEnd is how a dial ended: who settled it, and whether Remove, Redial
+// or Close had canceled it. Only these combinations exist.
 type dialEnd uint8
 
 const (
-	// endReturned: the dialer returned; nobody had canceled the dial.
-	endReturned dialEnd = iota
-	// endReturnedCanceled: the dialer returned after Remove or Close
-	// canceled its context.
-	endReturnedCanceled
-	// endExpired: the pool's deadline passed before the dialer returned.
-	endExpired
-	// endExpiredCanceled: the deadline passed before the dialer returned,
-	// after Remove or Close canceled it.
-	endExpiredCanceled
-	// endDropped: the dial never started (Remove or Close took it out of
-	// the queue, or the pool closed before it was queued).
-	endDropped
-	// endAbandoned: Close gave up waiting for the dialer.
-	endAbandoned
+	endReturned         dialEnd = iota // the dialer returned, uncanceled
+	endReturnedCanceled                // the dialer returned after its cancel
+	endExpired                         // the pool's deadline passed first
+	endExpiredCanceled                 // the deadline passed first, after a cancel
+	endDropped                         // never started: dequeued, or the pool closed
+	endAbandoned                       // Close gave up waiting for the dialer
 )
 
-// canceled reports whether Remove or Close ended the dial's chances: its
-// outcome is not the cluster's.
+// canceled reports whether the dial's outcome is not the cluster's.
 func (d dialEnd) canceled() bool { return d != endReturned && d != endExpired }
 
-// dialer reports whether the dialer returned (with a client, an error, or
-// both).
+// dialer reports whether the dialer returned (a client, an error, or both).
 func (d dialEnd) dialer() bool { return d == endReturned || d == endReturnedCanceled }
 
 // result is how a dial ended, as given to finish.
@@ -54,29 +40,34 @@ type result[C any] struct {
 	took   time.Duration
 }
 
-// settleIn is everything settle decides from: the dial's result and the
-// entry's state when it is settled.
+// settleIn is what settle decides from: the dial's result and the entry's
+// state when it is settled.
 type settleIn[C any] struct {
 	result[C]
 	now time.Time
-	// current: the dial is of the entry's generation (no Remove since it
-	// began) and the entry is still in the pool's map.
-	current bool
-	closed  bool // the pool is closed
-	held    bool // a client is cached already (another dial landed first)
-	// rejected: the breaker was not closed before this dial's outcome was
-	// recorded (the entry had a rejection).
-	rejected bool
-	// tr and changed are the breaker's answer to the outcome, recorded
-	// when records() says so.
+	// current: no Remove or Redial since the dial began, and the entry is
+	// in the map.
+	current  bool
+	closed   bool // the pool is closed
+	held     bool // another dial's client is cached already
+	rejected bool // the breaker was not closed before this outcome
+	// tr and changed: the breaker's answer to the outcome (if records()).
 	tr      breaker.Transition
 	changed bool
 	maxWait time.Duration // the key's wait bound
 }
 
-// records reports whether the dial's outcome is the cluster's and is fed to
-// the breaker (else its ticket is discarded).
+// records reports whether the outcome is the cluster's, fed to the
+// breaker (else the ticket is discarded).
 func (in *settleIn[C]) records() bool { return in.current && !in.end.canceled() }
+
+// caches reports whether the dial's client is cached: it is still wanted
+// (the pool open, no Remove or Redial since, no client cached already: a
+// dial in flight when Report opened the breaker may land after the probe
+// that closed it) and the breaker closed by this dial or before.
+func (in *settleIn[C]) caches(ok bool) bool {
+	return ok && in.records() && !in.closed && !in.held && (!in.rejected || in.changed && in.tr.To == breaker.StateClosed)
+}
 
 // answer is what a dial's waiters get.
 type answer uint8
@@ -90,53 +81,38 @@ const (
 	answerFailed                 // ErrDialFailed, come back at settleOut.retryAt
 )
 
-// settleOut is settle's decision: what the shell does to the entry, and
-// what it leaves for after the lock.
+// settleOut is settle's decision.
 type settleOut struct {
-	cache    bool // cache the dial's client
-	closeNew bool // pass the dial's client to OnClose instead
-	apply    bool // apply in.tr to the entry
-	// learn: note the dial's duration and outcome (lastTook, probe log).
-	learn bool
-	// observe: feed the dial's duration to the pool's latency estimate.
-	observe    bool
-	connected  bool // publish Connected
+	cache      bool // cache the dial's client (and publish Connected)
+	closeNew   bool // pass the dial's client to OnClose instead
+	apply      bool // apply in.tr to the entry
+	learn      bool // note the dial's duration and outcome (lastTook, probe log)
+	observe    bool // feed its duration to the latency estimate
 	dialFailed bool // publish DialFailed
 	answer     answer
 	retryAt    time.Time // for answerFailed
 	res        tracing.DialResult
 }
 
-// settle decides what a dial's end does. A client is cached only if it is
-// still wanted: the pool open, the cluster not removed, no client cached
-// already (a dial in flight when Report opened the breaker may land after
-// the probe that closed it), and the breaker closed by this dial or before.
+// settle decides what a dial's end does.
 func settle[C any](in settleIn[C]) settleOut {
 	ok := in.err == nil && in.end.dialer()
-	canceled := in.end.canceled()
-	closes := in.changed && in.tr.To == breaker.StateClosed
-	out := settleOut{
-		learn:   in.records(),
-		observe: ok && !canceled,
-		apply:   in.changed && in.current,
-		res:     dialResult(in.end, in.err),
-	}
-	out.cache = ok && in.current && !canceled && !in.closed && !in.held && (!in.rejected || closes)
+	out := settleOut{learn: in.records(), observe: ok && !in.end.canceled(), apply: in.changed && in.current,
+		cache: in.caches(ok), res: dialResult(in.end, in.err)}
 	out.closeNew = !out.cache && in.end.dialer() && !isZero(in.client) // also a client returned with an error
-	out.connected = out.cache
-	rejectedAfter := in.rejected
+	rejected := in.rejected
 	if out.apply {
-		rejectedAfter = in.tr.To != breaker.StateClosed
+		rejected = in.tr.To != breaker.StateClosed
 	}
-	out.answer = answerOf(in, out.cache, ok, rejectedAfter)
+	out.answer = answerKind(in, out.cache, ok, rejected)
 	if out.answer == answerFailed {
-		out.retryAt, out.dialFailed = failedRetry(in, rejectedAfter)
+		out.retryAt, out.dialFailed = failedRetry(in, rejected)
 	}
 	return out
 }
 
-// answerOf is the answer for a dial's waiters.
-func answerOf[C any](in settleIn[C], cached, ok, rejected bool) answer {
+// answerKind is the answer for a dial's waiters.
+func answerKind[C any](in settleIn[C], cached, ok, rejected bool) answer {
 	switch {
 	case cached:
 		return answerClient
@@ -153,12 +129,11 @@ func answerOf[C any](in settleIn[C], cached, ok, rejected bool) answer {
 }
 
 // failedRetry is when the waiters of a failed dial come back, and whether
-// DialFailed is published. Come back at the first probe if this failure
-// opened the breaker; else after the wait bound (the next Get dials again),
-// or as long as this dial took if that is longer: a retry storm against a
-// cluster that fails slowly helps nobody. DialFailed means the breaker is
-// closed: a dial that was in flight when Report opened it sends none
-// (BreakerOpened has told subscribers already).
+// DialFailed is published: at the first probe if this failure opened the
+// breaker; else after the wait bound, or as long as the dial took if
+// longer (a retry storm against a slowly failing cluster helps nobody).
+// DialFailed means the breaker is closed: a dial in flight when Report
+// opened it sends none (BreakerOpened did).
 func failedRetry[C any](in settleIn[C], rejected bool) (time.Time, bool) {
 	if in.changed && in.tr.To == breaker.StateOpen {
 		return in.tr.At.Add(in.tr.OpenFor), false
@@ -194,20 +169,11 @@ func (e *entry[K, C]) dialEnded(in input[K, C], fx *effects[K, C]) {
 		e.discard(c.ticket)
 	}
 	out := settle(sin)
-	if out.learn {
-		e.ls.lastTook = max(r.took, time.Nanosecond)
-		e.ls.probes.record(r.o, in.now)
-	}
-	if out.cache {
-		cl := r.client      // a copy: &r.client would keep all of r
-		e.client.Store(&cl) // before apply clears reject
-	} else if out.closeNew {
-		fx.close = append(fx.close, r.client)
-	}
+	e.keep(out, r, in.now, fx)
 	if out.apply {
 		e.apply(sin.tr, c, fx)
 	}
-	if out.connected {
+	if out.cache {
 		e.event(Connected, in.now, fx)
 	}
 	if out.dialFailed {
@@ -222,11 +188,25 @@ func (e *entry[K, C]) dialEnded(in input[K, C], fx *effects[K, C]) {
 		e.ls.sem = nil // no dial of the key holds or waits for a slot
 	}
 	e.reap(fx)
+	fx.ended = append(fx.ended, ended[K, C]{call: c, res: out.res, took: r.took, err: r.err})
+}
+
+// keep carries out what settle decided of the dial's client and duration:
+// learned, sampled, cached or closed.
+func (e *entry[K, C]) keep(out settleOut, r result[C], now time.Time, fx *effects[K, C]) {
+	if out.learn {
+		e.ls.lastTook = max(r.took, time.Nanosecond)
+		e.ls.probes.record(r.o, now)
+	}
 	if out.observe {
 		fx.sample = max(r.took, time.Nanosecond)
 	}
-	fx.ended = append(fx.ended, ended[K, C]{call: c, res: out.res, took: r.took, err: r.err})
-	fx.done = c
+	if out.cache {
+		cl := r.client      // a copy: &r.client would keep all of r
+		e.client.Store(&cl) // before apply clears reject
+	} else if out.closeNew {
+		fx.close = append(fx.close, r.client)
+	}
 }
 
 // answerOf turns settle's answer into the waiters' client and error.

@@ -26,10 +26,10 @@ func TestSettleTable(t *testing.T) {
 		want settleOut
 	}{
 		{"success caches", settleIn[*client]{result: ok(endReturned), current: true},
-			settleOut{cache: true, connected: true, learn: true, observe: true, answer: answerClient, res: tracing.DialSuccess}},
+			settleOut{cache: true, learn: true, observe: true, answer: answerClient, res: tracing.DialSuccess}},
 		{"probe success closes the breaker and caches",
 			settleIn[*client]{result: ok(endReturned), current: true, rejected: true, tr: closed, changed: true},
-			settleOut{cache: true, connected: true, learn: true, observe: true, apply: true, answer: answerClient, res: tracing.DialSuccess}},
+			settleOut{cache: true, learn: true, observe: true, apply: true, answer: answerClient, res: tracing.DialSuccess}},
 		{"success after Report opened the breaker: closed, waiters rejected",
 			settleIn[*client]{result: ok(endReturned), current: true, rejected: true},
 			settleOut{closeNew: true, learn: true, observe: true, answer: answerRejected, res: tracing.DialSuccess}},
@@ -143,7 +143,6 @@ func checkSettle(t *testing.T, in settleIn[*client], out settleOut) {
 		{out.cache != wantCache, "a client is cached exactly when it is still wanted"},
 		{in.end.dialer() && out.cache == out.closeNew, "a returned client is either cached or closed, once"},
 		{!in.end.dialer() && (out.cache || out.closeNew), "no client without a dialer's return"},
-		{out.connected != out.cache, "Connected exactly when a client is cached"},
 		{(out.answer == answerClient) != out.cache, "waiters get the dial's client exactly when it is cached"},
 		{in.closed && !out.cache && out.answer != answerClosed, "after Close, waiters get ErrClosed"},
 		{!in.closed && !in.records() && out.answer != answerRemoved, "a canceled or old dial's waiters get ErrRemoved"},

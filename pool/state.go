@@ -9,35 +9,21 @@ import (
 // ClusterState is one cluster's state in the pool, for status conditions
 // and debugging.
 type ClusterState struct {
-	// Known is false if the pool holds nothing for the key; the other fields
-	// are then zero.
-	Known bool
-	// Connected reports whether a client is cached.
-	Connected bool
-	// Dialing reports whether a dial (or the half-open probe) is in flight.
-	Dialing bool
-	// Breaker is the breaker's state.
-	Breaker breaker.State
-	// ConsecutiveFailures counts failed dials and reported errors in a row
-	// while the breaker is closed.
-	ConsecutiveFailures uint32
-	// Opens is the number of open periods in a row (0 while closed).
-	Opens uint32
-	// NextProbe is when the pool will probe; zero unless the breaker is
-	// open.
-	NextProbe time.Time
-	// LastProbe is when the pool last learned whether the cluster works:
-	// a dial ended, or Report fed the breaker an outcome (see Report). It
-	// is zero until then. Cluster API's ClusterCache counts connect
-	// attempts and health checks the same way.
+	Known               bool          // false if the pool holds nothing for the key (all zero)
+	Connected           bool          // a client is cached
+	Dialing             bool          // a dial (or the half-open probe) is in flight
+	Breaker             breaker.State // the breaker's state
+	ConsecutiveFailures uint32        // failures in a row while closed
+	Opens               uint32        // open periods in a row (0 while closed)
+	NextProbe           time.Time     // when the pool will probe; zero unless open
+	// LastProbe is when the pool last learned whether the cluster works (a
+	// dial ended, or Report fed an outcome, as ClusterCache counts connect
+	// attempts and health checks); zero until then.
 	LastProbe time.Time
-	// LastProbeSuccess is when a dial last succeeded or Report last fed a
-	// success; zero if never.
+	// LastProbeSuccess is the last such success; zero if never.
 	LastProbeSuccess time.Time
-	// ProbeFailures counts the failed probes (dials and reported failures)
-	// since LastProbeSuccess. Unlike ConsecutiveFailures it goes on
-	// counting while the breaker is open, and an Ignored outcome leaves it
-	// as it is.
+	// ProbeFailures counts failed probes since LastProbeSuccess, also
+	// while the breaker is open; an Ignored outcome leaves it.
 	ProbeFailures uint32
 }
 
@@ -68,8 +54,7 @@ func (p *Pool[K, C]) State(key K) ClusterState {
 	}
 }
 
-// Peek returns key's cached client without dialing, waiting or recording
-// anything: for health probes and status reporting.
+// Peek returns key's cached client without dialing, waiting or recording.
 func (p *Pool[K, C]) Peek(key K) (C, bool) {
 	if v, ok := p.entries.Load(key); ok && !p.closed.Load() {
 		if c := v.(*entry[K, C]).client.Load(); c != nil {

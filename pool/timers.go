@@ -6,17 +6,12 @@ import (
 	"time"
 )
 
-// timers is the pool's one timer loop, for half-open probes, dial
-// deadlines and the lanes' demotion (client-go's delaying queue
-// waitingLoop is the model). Timers wait in one heap, earliest first; one
-// goroutine sleeps until the earliest is due and starts each due timer's
-// func on a goroutine of its own, counted in the pool's WaitGroup, with no
-// lock held (the funcs take entry and lanes locks, and run effects:
-// telemetry, which is user code, must not hold up other timers). The loop
-// runs only while a timer is scheduled, and never again once closed.
-//
-// Locks: timers.mu is the last in the pool's lock order: taken under
-// lanes.mu (deadlines, demotion) or alone (probes), nothing under it.
+// timers is the pool's one timer loop, for probes, dial deadlines and
+// demotion (modelled on client-go's delaying queue): one heap, earliest
+// first, and one goroutine, running only while a timer is scheduled, that
+// starts each due func on a goroutine of its own (counted in the pool's
+// WaitGroup, no lock held: funcs take locks and run telemetry). timers.mu
+// is last in the lock order.
 type timers struct {
 	mu      sync.Mutex
 	due     timerHeap
@@ -26,8 +21,8 @@ type timers struct {
 	wg      *sync.WaitGroup // the pool's: counts the funcs' goroutines
 }
 
-// timer is one scheduled func. Stop it with timers.stop; its func may
-// still run if it was due already, so funcs check that they are current.
+// timer is one scheduled func. A stopped timer's func may still run if it
+// was due: funcs check that they are current.
 type timer struct {
 	at   time.Time
 	fire func(*timer) // given its timer, to tell whether it is current
@@ -39,8 +34,8 @@ func (t *timers) init(wg *sync.WaitGroup) {
 	t.wake = make(chan struct{}, 1)
 }
 
-// schedule runs fire at at (on a goroutine of its own), unless stopped or
-// the pool is closed first. It returns nil once closed.
+// schedule runs fire at at unless stopped or closed first; nil once
+// closed.
 func (t *timers) schedule(at time.Time, fire func(*timer)) *timer {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -64,21 +59,21 @@ func (t *timers) pushLocked(at time.Time, fire func(*timer)) *timer {
 	return tm
 }
 
-// slot is a timer armed by version (timers.set): its owner decides each
-// version under its own lock and may arm them after releasing it, in any
-// order; the latest version wins. Guarded by timers.mu.
-type slot struct {
+// versioned is a timer armed by version (timers.set): its owner decides
+// versions under its own lock and arms them after it, in any order; the
+// latest wins. Guarded by timers.mu.
+type versioned struct {
 	t   *timer
 	ver uint32
 }
 
-// set arms *sp for at with version ver (a zero at disarms it), unless it
-// holds ver or a later version already; a nil *sp is made.
-func (t *timers) set(sp **slot, ver uint32, at time.Time, fire func(*timer)) {
+// set arms *sp (made if nil) for at with version ver (zero at: disarms),
+// unless it holds ver or later already.
+func (t *timers) set(sp **versioned, ver uint32, at time.Time, fire func(*timer)) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if *sp == nil {
-		*sp = &slot{}
+		*sp = &versioned{}
 	}
 	s := *sp
 	if ver <= s.ver {
@@ -106,8 +101,7 @@ func (t *timers) stop(tm *timer) {
 	}
 }
 
-// close stops the loop and waits until it has returned: no timer fires
-// after it (those already fired run on, counted in the WaitGroup).
+// close stops the loop and waits for it: no timer fires after it.
 func (t *timers) close() {
 	t.mu.Lock()
 	t.closed = true
@@ -127,8 +121,7 @@ func (t *timers) signal() {
 	}
 }
 
-// loop fires due timers until none is left or close; done is closed when
-// it returns.
+// loop fires due timers until none is left or close, then closes done.
 func (t *timers) loop(done chan struct{}) {
 	clock := time.NewTimer(time.Hour)
 	defer clock.Stop()
@@ -145,9 +138,9 @@ func (t *timers) loop(done chan struct{}) {
 	}
 }
 
-// fireDue starts the funcs of the timers due now and returns how long
-// until the next one; false if the loop is to return (it then marks it
-// returned under t.mu, so that the next schedule starts a new one).
+// fireDue starts the due funcs and returns how long until the next; false
+// if the loop is to return (marked under t.mu: the next schedule starts a
+// new one).
 func (t *timers) fireDue(done chan struct{}) (time.Duration, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -97,12 +97,12 @@ func TestBlockedTimerHoldsUpNoOther(t *testing.T) {
 		p := newPool(t, f, Options[string, *client]{DialTimeout: 2 * time.Second,
 			Breaker:        breaker.Settings{ConsecutiveFailures: 1, OpenTimeout: time.Second, DisableJitter: true},
 			TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(bp))})
-		p.Probe("a")
+		p.Connect("a")
 		synctest.Wait()
 		f.next(t).fail(errRefused) // a opens; its probe is due in 1s
 		synctest.Wait()
 		time.Sleep(500 * time.Millisecond)
-		p.Probe("b") // b's dial hangs; the pool ends it at 2.5s
+		p.Connect("b") // b's dial hangs; the pool ends it at 2.5s
 		synctest.Wait()
 		hung := f.next(t)
 		time.Sleep(500 * time.Millisecond)

@@ -3,42 +3,29 @@ package pool
 import (
 	"time"
 
-	"golang.org/x/sync/semaphore"
-
 	"github.com/clusterpool/clusterpool/breaker"
 )
 
 // Breaker transitions and probes, part of the functional core (see
-// core.go): the entry's breaker is a breaker.Machine, with no lock and no
-// clock of its own, guarded by the entry's mu like the rest of its state.
+// core.go): the entry's breaker is a breaker.Machine, whose every method
+// takes now (its gobreaker's own mutex and clock decide nothing), guarded
+// by the entry's mu like the rest of its state.
 
-// apply carries out a breaker transition of e: the rejection, eviction,
-// the next probe and events; telemetry is noted for the shell. c is the
-// dial that caused the transition, or nil.
+// apply carries out a breaker transition of e, caused by dial c (or nil):
+// the rejection, eviction, the next probe, events and a telemetry note.
 func (e *entry[K, C]) apply(tr breaker.Transition, c *call[K, C], fx *effects[K, C]) {
 	fx.notes = append(fx.notes, note[K, C]{call: c, tr: tr})
 	switch tr.To {
 	case breaker.StateOpen:
-		// Once the open period is over the probe is due: come back after
-		// its DialTimeout, not every millisecond until its timer has run.
+		// Once the period is over the probe is due: come back after its
+		// DialTimeout, not every millisecond until its timer has run.
 		e.reject.Store(&Error{Kind: ErrCircuitOpen, Cluster: e.name, RetryAt: tr.At.Add(tr.OpenFor),
 			late: e.set.dialTimeout, state: breaker.StateOpen})
-		if cl := e.client.Swap(nil); cl != nil {
-			fx.close = append(fx.close, *cl)
-			e.event(Disconnected, tr.At, fx)
-		}
+		e.evict(tr.At, fx)
 		e.event(BreakerOpened, tr.At, fx)
 		e.setProbe(tr.At.Add(tr.OpenFor), fx)
 	case breaker.StateHalfOpen:
-		// Callers are still rejected; they should come back once the probe
-		// has surely ended, not in a busy loop (its success is announced):
-		// at its deadline. The lanes refine this when the probe is queued
-		// and when it starts (Pool.refineLocked).
-		rej := &Error{Kind: ErrCircuitOpen, Cluster: e.name, RetryAt: tr.At.Add(e.set.dialTimeout), state: breaker.StateHalfOpen}
-		if c != nil {
-			c.rejection = rej
-		}
-		e.reject.Store(rej)
+		e.halfOpen(c, tr.At)
 		e.event(BreakerHalfOpen, tr.At, fx)
 	case breaker.StateClosed:
 		e.reject.Store(nil)
@@ -46,9 +33,9 @@ func (e *entry[K, C]) apply(tr breaker.Transition, c *call[K, C], fx *effects[K,
 	}
 }
 
-// setProbe schedules e's probe at at, or cancels it (zero at). Each change
-// gets a new version: the shell arms e's probe timer with it after the
-// lock, and a timer that fires with an older version does nothing.
+// setProbe schedules e's probe at at, or cancels it (zero at), as a new
+// version of its timer (one that fires with an older version does
+// nothing).
 func (e *entry[K, C]) setProbe(at time.Time, fx *effects[K, C]) {
 	if at.IsZero() && e.ls.probeAt == 0 {
 		return // none scheduled
@@ -61,11 +48,10 @@ func (e *entry[K, C]) setProbe(at time.Time, fx *effects[K, C]) {
 	fx.probe = &probeTimer{ver: e.ls.probeVer, at: at}
 }
 
-// probe registers the half-open probe of e for the shell to launch: one
-// dial, off every caller's path, while callers are still rejected. It does
-// nothing if the pool is closed or a probe is out; if the open period is
-// not over yet (a timer may fire a hair early), it schedules the probe
-// for its end.
+// probe registers e's half-open probe: one dial, off every caller's path,
+// while callers are still rejected. Nothing if the pool is closed or a
+// probe is out; if the period is not over (a timer may fire a hair early),
+// it schedules the probe for its end.
 func (e *entry[K, C]) probe(in input[K, C], fx *effects[K, C]) {
 	if in.closed || e.ls.brk == nil || (e.ls.call != nil && e.ls.call.probe) {
 		return
@@ -80,15 +66,23 @@ func (e *entry[K, C]) probe(in input[K, C], fx *effects[K, C]) {
 	c := e.newCall(in, ticket, true, fx)
 	if tr, changed := ticket.Transition(); changed {
 		e.apply(tr, c, fx)
+	} else { // half-open already: a probe was dropped (Redial)
+		e.halfOpen(c, in.now)
 	}
+}
+
+// halfOpen rejects callers while probe c, made at at, is out: come back at
+// its deadline, not in a busy loop (the lanes refine it: refineLocked).
+func (e *entry[K, C]) halfOpen(c *call[K, C], at time.Time) {
+	c.slot.rejection = &Error{Kind: ErrCircuitOpen, Cluster: e.name, RetryAt: at.Add(e.set.dialTimeout), state: breaker.StateHalfOpen}
+	e.reject.Store(c.slot.rejection)
 }
 
 // record records outcome o of a request made with t (the zero Ticket: one
 // granted now, if the breaker is closed) and returns the transition it
-// caused, if any. The breaker is made on the key's first failure: a key
-// that never failed holds none, which is a closed breaker with nothing
-// counted. An outcome for a breaker that is no longer closed is stale (it
-// opened since) and ignored.
+// caused. The breaker is made on the key's first failure (none is a closed
+// breaker with nothing counted); an outcome for a breaker no longer closed
+// is stale and ignored.
 func (e *entry[K, C]) record(t breaker.Ticket, o breaker.Outcome, now time.Time) (breaker.Transition, bool) {
 	switch {
 	case t.Granted() && e.ls.brk != nil:
@@ -122,9 +116,6 @@ func (e *entry[K, C]) snapshot(now time.Time) breaker.Snapshot {
 	}
 	return e.ls.brk.Snapshot(now)
 }
-
-// newKeySem is a key's dial cap: one permit per running dial.
-func newKeySem(s *keySettings) *semaphore.Weighted { return semaphore.NewWeighted(s.maxDials) }
 
 func maxTime(a, b time.Time) time.Time {
 	if a.After(b) {

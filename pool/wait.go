@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -11,7 +12,7 @@ import (
 )
 
 // wait does the work of miss: join or start e's dial and wait for it if it
-// can end within the bound. dial is the span context of the dial, if any.
+// can end within the bound; dial is the dial's span context, if any.
 func (p *Pool[K, C]) wait(ctx context.Context, e *entry[K, C]) (client C, o tracing.Outcome, dial trace.SpanContext, err error) {
 	var zero C
 	r := p.step(e, input[K, C]{kind: inMiss})
@@ -37,30 +38,33 @@ func (p *Pool[K, C]) wait(ctx context.Context, e *entry[K, C]) (client C, o trac
 	if o != tracing.Acquired { // not worth waiting for
 		return zero, o, dial, &Error{Kind: ErrWaitTimeout, Cluster: e.name, RetryAt: retryAt}
 	}
-	// The caller's earlier deadline ends the wait through ctx (so its error
-	// says so); the timer is the pool's own bound.
+	client, o, err = p.await(ctx, e, call)
+	return client, o, dial, err
+}
+
+// await waits for call's result, at most the key's MaxWait (the caller's
+// earlier deadline ends it through ctx, so that its error says so).
+func (p *Pool[K, C]) await(ctx context.Context, e *entry[K, C], call *call[K, C]) (C, tracing.Outcome, error) {
+	var zero C
 	timer := time.NewTimer(e.set.maxWait)
 	defer timer.Stop()
 	select {
 	case <-call.done:
 		if call.err != nil {
-			return zero, outcomeOf(call.err), dial, call.err
+			return zero, outcomeOf(call.err), call.err
 		}
-		return call.client, tracing.Acquired, dial, nil
+		return call.client, tracing.Acquired, nil
 	case <-timer.C:
-		return zero, tracing.Timeout, dial, &Error{Kind: ErrWaitTimeout, Cluster: e.name, RetryAt: p.retryAt(call)}
+		return zero, tracing.Timeout, &Error{Kind: ErrWaitTimeout, Cluster: e.name, RetryAt: p.retryAt(call)}
 	case <-ctx.Done():
-		return zero, p.ctxOutcome(ctx.Err()), dial, p.ctxError(e, ctx.Err(), p.retryAt(call))
+		return zero, p.ctxOutcome(ctx.Err()), p.ctxError(e, ctx.Err(), p.retryAt(call))
 	case <-p.ctx.Done():
-		return zero, tracing.Closed, dial, p.errorf(ErrClosed, e, nil)
+		return zero, tracing.Closed, &Error{Kind: ErrClosed, Cluster: e.name}
 	}
 }
 
-// awaitLaunch waits, within the wait's bound, until call is queued: a
-// joiner may find a dial its launcher has registered but not queued yet
-// (its span is being started, with no lock held). It returns
-// ErrWaitTimeout if the bound passed first, ctx's error if it was
-// canceled, with the wait's outcome.
+// awaitLaunch waits, within the bound, until call is queued: a joiner may
+// find a dial registered but not yet launched (its span being started).
 func (p *Pool[K, C]) awaitLaunch(ctx context.Context, e *entry[K, C], call *call[K, C]) (tracing.Outcome, error) {
 	select {
 	case <-call.launched:
@@ -80,26 +84,14 @@ func (p *Pool[K, C]) awaitLaunch(ctx context.Context, e *entry[K, C], call *call
 	}
 }
 
-// plan decides whether a Get waits for call: it returns Acquired if so,
-// else the outcome to report (Queued or Skipped) and when the caller should
-// come back.
-//
-// The rule: wait only for a dial that runs (not queued), has not yet run
-// past slowAfter, and is expected to end within the bound: its start plus
-// how long the cluster's last dial took, whatever its outcome (a cluster
-// whose last dial hung until its deadline is not waited for; one refused
-// at once is), or the pool's p90 of successful dials for a cluster never
-// dialed. With nothing learned yet, wait the bound, unless the caller is
-// requeued by events (ctx marked by Requeued). The caller comes back at
-// the dial's expected end, or if requeued at the latest it can end (the
-// event comes first).
+// plan decides whether a Get waits for call (Acquired), or the outcome
+// (Queued, Skipped) and when to come back: wait only for a running dial,
+// not yet slow, expected to end within the bound (its start plus the
+// cluster's last dial's duration, or the pool's p90); with nothing learned,
+// the bound, unless Requeued. Back at the expected end, or the latest.
 func (p *Pool[K, C]) plan(ctx context.Context, e *entry[K, C], call *call[K, C], lastTook time.Duration) (retryAt time.Time, o tracing.Outcome) {
 	now := time.Now()
-	bound := e.set.maxWait
-	if d, ok := ctx.Deadline(); ok {
-		bound = min(bound, d.Sub(now))
-	}
-	started := call.started.Load()
+	started := call.slot.started.Load()
 	switch {
 	case call.ended():
 		return time.Time{}, tracing.Acquired // its result is there: take it
@@ -111,16 +103,13 @@ func (p *Pool[K, C]) plan(ctx context.Context, e *entry[K, C], call *call[K, C],
 	if elapsed >= p.lat.slowAfter(p.opts.MaxWait) {
 		return p.retryAt(call), tracing.Skipped
 	}
-	est := lastTook
-	if est == 0 {
-		est = p.lat.estimate()
-	}
+	est := cmp.Or(lastTook, p.lat.estimate())
 	requeued := isRequeued(ctx)
 	if est == 0 && !requeued {
 		return time.Time{}, tracing.Acquired
 	}
 	end := start.Add(est)
-	if est != 0 && !end.After(now.Add(bound)) {
+	if est != 0 && !end.After(now.Add(bound(ctx, e, now))) {
 		return time.Time{}, tracing.Acquired
 	}
 	latest := p.retryAt(call)
@@ -130,6 +119,14 @@ func (p *Pool[K, C]) plan(ctx context.Context, e *entry[K, C], call *call[K, C],
 	return end, tracing.Skipped
 }
 
+// bound is how long a Get of e may wait from now.
+func bound[K comparable, C any](ctx context.Context, e *entry[K, C], now time.Time) time.Duration {
+	if d, ok := ctx.Deadline(); ok {
+		return min(e.set.maxWait, d.Sub(now))
+	}
+	return e.set.maxWait
+}
+
 func (p *Pool[K, C]) ctxOutcome(err error) tracing.Outcome {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return tracing.Timeout
@@ -137,8 +134,8 @@ func (p *Pool[K, C]) ctxOutcome(err error) tracing.Outcome {
 	return tracing.Canceled
 }
 
-// ctxError is the error for a wait ended by the caller's context: its
-// deadline is a wait timeout, anything else is returned as it is.
+// ctxError is the error of a wait ended by ctx: its deadline is a wait
+// timeout, anything else is returned as it is.
 func (p *Pool[K, C]) ctxError(e *entry[K, C], err error, retryAt time.Time) error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return &Error{Kind: ErrWaitTimeout, Cluster: e.name, Cause: err, RetryAt: retryAt}
@@ -146,12 +143,10 @@ func (p *Pool[K, C]) ctxError(e *entry[K, C], err error, retryAt time.Time) erro
 	return err
 }
 
-func (p *Pool[K, C]) errorf(kind error, e *entry[K, C], cause error) error {
-	return &Error{Kind: kind, Cluster: e.name, Cause: cause}
-}
-
 func outcomeOf(err error) tracing.Outcome {
 	switch {
+	case errors.Is(err, ErrWaitTimeout):
+		return tracing.Timeout
 	case errors.Is(err, ErrCircuitOpen):
 		return tracing.Rejected
 	case errors.Is(err, ErrClosed):

@@ -75,7 +75,7 @@ func newClusterPool(env Env, opts pool.Options[int, *Client]) (Strategy, error) 
 		}
 	}()
 	for c := range w.faults {
-		p.Probe(c) // kube.SecretWatcher{Connect: true} at the informer's first list
+		p.Connect(c) // kube.SecretWatcher{Connect: true} at the informer's first list
 	}
 	return s, nil
 }

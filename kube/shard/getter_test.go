@@ -144,54 +144,62 @@ func TestSubscribersSeeEveryEventInOrder(t *testing.T) {
 	}
 }
 
-// fakePool records what PoolOf does to a pool with Probe.
-type probingPool struct {
-	mu     sync.Mutex
-	probed []client.ObjectKey
-	gets   int
+// connectingPool records what PoolOf does to a pool with Connect.
+type connectingPool struct {
+	mu        sync.Mutex
+	connected []client.ObjectKey
+	gets      int
 }
 
-func (p *probingPool) Get(context.Context, client.ObjectKey) (string, error) {
+func (p *connectingPool) Get(context.Context, client.ObjectKey) (string, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.gets++
 	return "", nil
 }
-func (p *probingPool) Remove(client.ObjectKey) {}
-func (p *probingPool) Probe(k client.ObjectKey) {
+func (p *connectingPool) Remove(client.ObjectKey) {}
+func (p *connectingPool) Connect(k client.ObjectKey) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.probed = append(p.probed, k)
+	p.connected = append(p.connected, k)
 }
 
-func TestPoolOfWarmsWithProbeOrAShortGet(t *testing.T) {
+// Warm calls Connect if the pool has it, and otherwise starts the dial
+// with a short Get, which returns although the dial has not.
+func TestPoolOfWarmsWithConnectOrAShortGet(t *testing.T) {
 	k := testKeys(1)[0]
-	pp := &probingPool{}
-	PoolOf[string](pp).Warm(k)
-	if len(pp.probed) != 1 || pp.gets != 0 {
-		t.Fatalf("with Probe: probed %v, gets %d", pp.probed, pp.gets)
+	cp := &connectingPool{}
+	PoolOf[string](cp).Warm(k)
+	if len(cp.connected) != 1 || cp.gets != 0 {
+		t.Fatalf("with Connect: connected %v, gets %d", cp.connected, cp.gets)
 	}
-	connected := make(chan struct{})
-	p, err := pool.New(func(context.Context, client.ObjectKey) (string, error) {
-		<-connected // slower than the 1 ms Get
-		return "c", nil
-	}, pool.Options[client.ObjectKey, string]{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	events := p.Subscribe(ctx)
-	PoolOf(p).Warm(k) // returns although the dial has not
-	close(connected)
-	for ev := range events {
-		if ev.Type == pool.Connected && ev.Key == k {
-			break
+	for _, hide := range []bool{false, true} {
+		connected := make(chan struct{})
+		p, err := pool.New(func(context.Context, client.ObjectKey) (string, error) {
+			<-connected // slower than the 1 ms Get
+			return "c", nil
+		}, pool.Options[client.ObjectKey, string]{})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	PoolOf(p).Remove(k)
-	if _, ok := p.Peek(k); ok {
-		t.Fatal("Remove left the client")
+		defer p.Close()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		events := p.Subscribe(ctx)
+		var cl ClientPool[string] = p
+		if hide {
+			cl = struct{ ClientPool[string] }{p} // no Connect method: a short Get
+		}
+		PoolOf(cl).Warm(k) // returns although the dial has not
+		close(connected)
+		for ev := range events {
+			if ev.Type == pool.Connected && ev.Key == k {
+				break
+			}
+		}
+		PoolOf(cl).Remove(k)
+		if _, ok := p.Peek(k); ok {
+			t.Fatal("Remove left the client")
+		}
 	}
 }

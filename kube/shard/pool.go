@@ -25,18 +25,19 @@ type ClientPool[C any] interface {
 	Remove(key client.ObjectKey)
 }
 
-// prober is a pool that can start a dial without a caller.
-type prober interface {
-	Probe(key client.ObjectKey)
+// connector is a pool that can start a dial without a caller.
+type connector interface {
+	Connect(key client.ObjectKey)
 }
 
 // warmWait bounds the Get that starts a dial: the pool's dial goes on after
 // the Get gives up, and its Connected event enqueues the cluster.
 const warmWait = time.Millisecond
 
-// PoolOf adapts a client pool to Pool. Warm calls p's Probe(key) method if
-// it has one, and otherwise starts the dial with a Get under a 1 ms
-// context, as kube's prober does after an Unauthorized answer.
+// PoolOf adapts a client pool to Pool. Warm calls p's Connect(key) method
+// if it has one (*pool.Pool's dials the cluster unless it is connected,
+// dialing or backing off), and otherwise starts the dial with a Get under
+// a 1 ms context.
 func PoolOf[C any](p ClientPool[C]) Pool { return clientPool[C]{p} }
 
 type clientPool[C any] struct{ p ClientPool[C] }
@@ -44,8 +45,8 @@ type clientPool[C any] struct{ p ClientPool[C] }
 func (c clientPool[C]) Remove(key client.ObjectKey) { c.p.Remove(key) }
 
 func (c clientPool[C]) Warm(key client.ObjectKey) {
-	if pr, ok := c.p.(prober); ok {
-		pr.Probe(key)
+	if cn, ok := c.p.(connector); ok {
+		cn.Connect(key)
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), warmWait)

@@ -9,40 +9,28 @@ import (
 )
 
 // effects is what one step of an entry leaves to do (see core.go). The
-// shell carries out wake and forget before it releases the entry's lock:
-// they are the lock-free view of the change (waiters' results, the map).
-// Events are queued in the entry's outbox under the lock and published
-// after it, in the key's order of changes (Pool.drain). Everything else
-// runs after the lock too: whatever runs user code (OnClose, the
-// TracerProvider's and MeterProvider's span processors and instruments),
-// touches the lanes or the timers, or starts a dial.
+// shell does it in the order of the fields: with the entry's lock held
+// (Pool.view), the step's view (transitions to observe, events into the
+// entry's outbox in the key's order, waiters woken, the entry deleted from
+// the map); after the lock (Pool.run), what runs user code (OnClose, the
+// tracer's and meter's processors), touches the lanes or timers, or starts
+// a dial (launch before the notes' telemetry: a probe's transition is
+// noted on its span).
 type effects[K comparable, C any] struct {
-	// Before the lock is released.
+	notes  []note[K, C] // breaker transitions: observe (view), telemetry (run)
 	events []Event[K]
 	wake   []wake[K, C]
-	forget bool // delete the entry from the map (and update the gauge)
-	drain  bool // this step queued the first events of the entry's outbox: publish them
-	// forgot: the entry left the map in this breaker state (for the
-	// cluster gauge, after the lock).
-	forgot breaker.State
+	forget bool          // delete the entry from the map
+	forgot breaker.State // its breaker state then, for the cluster gauge
+	drain  bool          // this step made the outbox: publish it
 
-	// After it.
-	close []C // clients for OnClose
-	// launch: new dials registered on their entry, to get their span and
-	// be queued in the lanes (or be dropped if the pool closed meanwhile).
-	launch []*call[K, C]
-	// cancel: dials Remove canceled: cancel their context, or take them
-	// out of the queue and settle them as dropped.
-	cancel []*call[K, C]
-	notes  []note[K, C] // breaker transitions for telemetry
-	ended  []ended[K, C]
-	done   *call[K, C] // a settled call whose context to cancel
-	probe  *probeTimer // arm (or disarm) the entry's probe timer
-	// sample is a successful dial's duration for the latency estimate; 0
-	// if none.
-	sample time.Duration
-
-	reply reply[K, C] // inMiss: what the Get does
+	sample time.Duration // a successful dial's duration (0: none)
+	probe  *probeTimer   // arm or disarm the probe timer
+	launch []*call[K, C] // new dials: start their span, queue them
+	cancel []*call[K, C] // dials dropped (Pool.cancelDial)
+	ended  []ended[K, C] // settled dials: end their span, cancel their context
+	close  []C           // clients for OnClose
+	reply  reply[K, C]   // inMiss: what the Get does
 }
 
 // wake is a call's result for its waiters.
@@ -52,8 +40,7 @@ type wake[K comparable, C any] struct {
 	err    error
 }
 
-// note is a breaker transition to record on the span of call (nil: no
-// span).
+// note is a breaker transition to record on call's span (nil: none).
 type note[K comparable, C any] struct {
 	call *call[K, C]
 	tr   breaker.Transition
@@ -75,9 +62,8 @@ type probeTimer struct {
 }
 
 // step is the shell around entry.step: it reads the clock and the closed
-// flag, holds e.mu around the step and its view (events, waiters, the
-// map), and runs the other effects once the lock is released. It returns
-// the step's reply (for inMiss).
+// flag, holds e.mu around the step and its view, runs the rest after the
+// lock, and returns the step's reply (for inMiss).
 func (p *Pool[K, C]) step(e *entry[K, C], in input[K, C]) reply[K, C] {
 	e.mu.Lock()
 	in.now, in.closed = time.Now(), p.closed.Load() // under the lock: the key's steps see time advance
@@ -88,9 +74,7 @@ func (p *Pool[K, C]) step(e *entry[K, C], in input[K, C]) reply[K, C] {
 	return fx.reply
 }
 
-// view carries out the effects that are the step's lock-free view, and
-// queues its events. Needs e.mu (the map's own lock is taken inside; no
-// user code).
+// view carries out the step's view and queues its events. Needs e.mu.
 func (p *Pool[K, C]) view(e *entry[K, C], fx *effects[K, C]) {
 	if p.observe != nil {
 		for _, n := range fx.notes {
@@ -113,9 +97,8 @@ func (p *Pool[K, C]) view(e *entry[K, C], fx *effects[K, C]) {
 	}
 }
 
-// run carries out fx for e with no pool lock held: new dials are launched
-// first (so that a probe's transition is noted on its span), then
-// telemetry, then OnClose.
+// run carries out fx for e with no pool lock held, in the order of
+// effects' fields.
 func (p *Pool[K, C]) run(e *entry[K, C], fx *effects[K, C]) {
 	if fx.drain {
 		p.drain(e)
@@ -130,29 +113,26 @@ func (p *Pool[K, C]) run(e *entry[K, C], fx *effects[K, C]) {
 		p.launch(c)
 	}
 	for _, c := range fx.cancel {
-		p.cancelCall(c)
-		if p.dequeue(c) { // never started: settle it here
-			p.finish(c, result[C]{end: endDropped})
-		}
+		p.cancelDial(c)
 	}
 	for _, n := range fx.notes {
 		p.rec.Transition(n.call.spanOrNil(), e.name, n.tr.From.String(), n.tr.To.String(), n.tr.OpenFor)
 	}
 	for _, d := range fx.ended {
 		p.rec.EndDial(d.call.spanOrNil(), d.res, d.took, d.err)
-	}
-	if fx.done != nil {
-		p.cancelCall(fx.done)
+		p.cancelDial(d.call) // settled: its context's resources go
 	}
 	if fx.forget {
 		p.rec.ClusterRemoved(fx.forgot.String())
 	}
-	p.closeAll(e.key, fx.close)
+	for _, cl := range fx.close {
+		p.closeClient(e.key, cl)
+	}
 }
 
-// drain publishes e's outbox until it is empty, with no entry lock held.
-// Only the step that found the outbox empty and not being drained calls
-// it, so one goroutine at a time publishes a key's events, in order.
+// drain publishes e's outbox until it is empty, with no lock held. Only the
+// step that made the outbox calls it: one goroutine at a time publishes a
+// key's events, in order.
 func (p *Pool[K, C]) drain(e *entry[K, C]) {
 	for {
 		e.mu.Lock()
@@ -178,8 +158,8 @@ func (p *Pool[K, C]) armProbe(e *entry[K, C], t probeTimer) {
 	})
 }
 
-// launch starts c's span, with no lock held, and queues it in the lanes;
-// if the pool closed or Remove canceled c meanwhile, c is dropped.
+// launch starts c's span and queues it in the lanes; if the pool closed or
+// c was canceled meanwhile, c is dropped.
 func (p *Pool[K, C]) launch(c *call[K, C]) {
 	_, span := p.rec.StartDial(context.Background(), c.e.name, c.probe)
 	c.span.Store(&span)

@@ -19,7 +19,7 @@ func TestStateProbeTimes(t *testing.T) {
 		if s := p.State("a"); !s.LastProbe.IsZero() || s.ProbeFailures != 0 {
 			t.Fatalf("unknown key: %+v, want zero", s)
 		}
-		p.Probe("a")
+		p.Connect("a")
 		synctest.Wait()
 		if s := p.State("a"); !s.LastProbe.IsZero() {
 			t.Fatalf("dial in flight: LastProbe %v, want zero", s.LastProbe)
@@ -34,7 +34,7 @@ func TestStateProbeTimes(t *testing.T) {
 		}
 
 		time.Sleep(time.Second)
-		p.Probe("a")
+		p.Connect("a")
 		synctest.Wait()
 		f.next(t).succeed()
 		synctest.Wait()
@@ -66,7 +66,7 @@ func TestStateProbeTimes(t *testing.T) {
 
 		// An Ignored outcome is not a probe.
 		q := newPool(t, newFake(), Options[string, *client]{Breaker: breaker.Settings{IsFailure: func(error) bool { return false }}})
-		q.Probe("b")
+		q.Connect("b")
 		synctest.Wait()
 		q.Report("b", errors.New("not found"))
 		if s := q.State("b"); !s.LastProbe.IsZero() || s.ProbeFailures != 0 {

@@ -7,13 +7,9 @@ import (
 )
 
 // probeLog records when the pool last learned whether a key's cluster
-// works, for ClusterState. Every dial that ends with an outcome of the
-// cluster's (not canceled by Remove or Close, not abandoned) and every
-// outcome Report feeds into the breaker counts as a probe, as Cluster API's
-// ClusterCache counts its connect attempts and health checks. An Ignored
-// outcome (Breaker.IsFailure said the error is not the cluster's fault)
-// counts as neither. Guarded by the entry's mu; Remove resets it.
-// Instants are Unix nanoseconds (0: never), to keep the entry small.
+// works, for ClusterState: every dial that ends with an outcome of the
+// cluster's and every outcome Report feeds the breaker, but Ignored ones.
+// Guarded by entry.mu; Remove resets it. Instants are Unix ns (0: never).
 type probeLog struct {
 	last     int64  // the last probe, whatever its outcome
 	lastOK   int64  // the last successful probe
