@@ -47,7 +47,7 @@ func (r *rotator) newGeneration(rev, token string, cert, key []byte) (*generatio
 	if err != nil { // tls.X509KeyPair's messages quote no key, but say nothing more
 		return nil, errors.New("kube: the client certificate and key, or the CA, are not usable")
 	}
-	conns := connrotation.NewDialer(r.dial)
+	conns := connrotation.NewDialer(baseDial(nil))
 	ht := utilnet.SetTransportDefaults(&http.Transport{Proxy: http.ProxyFromEnvironment,
 		TLSHandshakeTimeout: 10 * time.Second, TLSClientConfig: tlsConf, MaxIdleConnsPerHost: 25,
 		DialContext: conns.DialContext, DisableCompression: r.base.DisableCompression})

@@ -33,8 +33,8 @@ var (
 	// whose headers came).
 	ErrBulkheadFull = reqguard.ErrBulkheadFull
 	// ErrFirstByteTimeout: the cluster sent no response headers within the
-	// request's first-byte deadline; the request was canceled and counted
-	// as a failure of the cluster.
+	// request's first-byte deadline, and showed no sign of life meanwhile;
+	// the request was canceled and counted as a failure of the cluster.
 	ErrFirstByteTimeout = reqguard.ErrFirstByteTimeout
 	// ErrClusterStopped: the Cluster was stopped (removed from the pool,
 	// its credentials replaced, the pool closed) while its breaker is
@@ -76,9 +76,11 @@ type RequestOptions struct {
 	// four times the retransmission timeout of the cluster's observed
 	// time to first byte (RFC 6298: smoothed latency plus four times its
 	// deviation), at least MinFirstByte and at most
-	// DialerOptions.RequestTimeout. A request without response headers by
-	// then is canceled with ErrFirstByteTimeout. Zero means
-	// DefaultMinFirstByte (2s).
+	// DialerOptions.RequestTimeout. A request that waits that long for its
+	// response headers while the cluster shows no sign of life (no answer to
+	// any other request; for a write, no 200 to the guard's /readyz probe
+	// either) is canceled with ErrFirstByteTimeout (docs/requests.md). Zero
+	// means DefaultMinFirstByte (2s).
 	MinFirstByte time.Duration
 	// DisableFirstByte removes the first-byte deadline (requests then end
 	// at RequestTimeout, or when the breaker opens).

@@ -7,7 +7,6 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -15,7 +14,6 @@ import (
 
 	"golang.org/x/sync/singleflight"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/connrotation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -38,8 +36,7 @@ type rotator struct {
 	key   client.ObjectKey
 	src   ConfigSource
 	base  withoutCredentials // the dialed config without its credentials
-	dial  connrotation.DialFunc
-	grace time.Duration // RequestTimeout
+	grace time.Duration      // RequestTimeout
 
 	cur    atomic.Pointer[generation]
 	flight singleflight.Group // one ConfigSource read at a time for 401s
@@ -52,11 +49,12 @@ type rotator struct {
 
 // newRotator returns the rotator of a cluster dialed with cfg (the
 // ConfigSource's rotatable config, as it returned it; only read) at
-// revision rev.
+// revision rev. A rotatable config has no Dial of its own: every
+// generation dials with client-go's default dialer.
 func newRotator(key client.ObjectKey, src ConfigSource, cfg *rest.Config, rev string, grace time.Duration) (*rotator, error) {
 	tls := cfg.TLSClientConfig
 	tls.CertData, tls.KeyData = nil, nil
-	r := &rotator{key: key, src: src, base: sansCredentials(cfg), dial: baseDial(cfg.Dial), grace: grace,
+	r := &rotator{key: key, src: src, base: sansCredentials(cfg), grace: grace,
 		tls: tls, live: map[*generation]struct{}{}}
 	g, err := r.newGeneration(rev, cfg.BearerToken, cfg.CertData, cfg.KeyData)
 	if err != nil {
@@ -75,13 +73,6 @@ func (r *rotator) install(cfg *rest.Config) {
 
 // revision is the current generation's revision.
 func (r *rotator) revision() string { return r.cur.Load().rev }
-
-// onlyCredentials reports whether cfg differs from the dialed config in
-// its credentials alone.
-func (r *rotator) onlyCredentials(cfg *rest.Config) bool {
-	s := sansCredentials(cfg)
-	return s.Rotatable && reflect.DeepEqual(s, r.base)
-}
 
 // apply switches to cfg's credentials at rev (cfg differs from the dialed
 // config in credentials only) and retires the previous generation.
@@ -224,16 +215,12 @@ func (r *rotator) refresh(ctx context.Context) (rotation, error) {
 	return r.consider(r.src.Config(ctx, r.key))
 }
 
-// consider acts on a config read from the source (see
-// Cluster.refreshCredentials).
+// consider acts on a config read from the source: decide, then apply an
+// in-place rotation (see Cluster.refreshCredentials).
 func (r *rotator) consider(cfg *rest.Config, rev string, err error) (rotation, error) {
-	switch {
-	case err != nil:
-		return rotationRefused, fmt.Errorf("%w: %w", ErrCredentialsRefused, err)
-	case rev == "" || rev == r.revision():
-		return rotationNone, nil
-	case !r.onlyCredentials(cfg):
-		return rotationRedial, nil
+	out, err := decide(r.revision(), &r.base, cfg, rev, err)
+	if out != rotationInPlace {
+		return out, err
 	}
 	return r.apply(cfg, rev)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/pem"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -121,11 +122,10 @@ func TestUnauthorizedRetriesWithNewerCredentials(t *testing.T) {
 func TestOnlyCredentialsRotateInPlace(t *testing.T) {
 	base := &rest.Config{Host: "https://a:6443", BearerToken: "t1",
 		TLSClientConfig: rest.TLSClientConfig{CAData: []byte("ca"), ServerName: "a"}}
-	r := &rotator{base: sansCredentials(base)}
 	same := func(f func(*rest.Config)) bool {
 		c := rest.CopyConfig(base)
 		f(c)
-		return r.onlyCredentials(c)
+		return onlyCredentials(sansCredentials(base), c)
 	}
 	if !same(func(c *rest.Config) { c.BearerToken = "t2" }) ||
 		!same(func(c *rest.Config) { c.BearerToken, c.CertData, c.KeyData = "", []byte("c"), []byte("k") }) {
@@ -139,6 +139,8 @@ func TestOnlyCredentialsRotateInPlace(t *testing.T) {
 		"token file":      func(c *rest.Config) { c.BearerTokenFile = "/var/run/token" },
 		"basic auth":      func(c *rest.Config) { c.Username, c.Password = "u", "p" },
 		"compression":     func(c *rest.Config) { c.DisableCompression = true },
+		"Dial hook":       func(c *rest.Config) { c.Dial = (&net.Dialer{}).DialContext },
+		"Proxy hook":      func(c *rest.Config) { c.Proxy = http.ProxyFromEnvironment },
 	} {
 		if same(f) {
 			t.Errorf("a change of the %s counts as credentials only", name)

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -13,34 +14,38 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/clusterpool/clusterpool/breaker"
 	"github.com/clusterpool/clusterpool/pool"
 )
 
 // SecretWatcher acts as soon as a cluster's kubeconfig Secret changes,
 // instead of waiting for a probe to fail. It watches Secrets through a
 // management-cluster informer cache (the manager's, usually). It is a
-// manager.Runnable.
+// manager.Runnable. Its handler only queues the changed Secrets (the
+// latest of each cluster); Start's goroutine acts on them, and on the
+// pool's events, one at a time.
 //
 // When the kubeconfig of a connected cluster changes (its digest differs
 // from Cluster.Revision), the watcher parses it as the Dialer's
 // ConfigSource does, so with the same KubeconfigPolicy: a SecretSource
 // parses the Secret of the event itself (its Reader's cache may not have
-// caught up yet); another ConfigSource is asked for the config again,
-// bounded by DefaultRequestTimeout, on the informer's goroutine. Then:
+// caught up yet) when the event changed the kubeconfig from the revision
+// the cluster uses; otherwise (another ConfigSource, a Secret added, a
+// cluster whose credentials may be newer than the event's) the source is
+// asked for the config again, bounded by DefaultRequestTimeout, so that a
+// cluster never goes back to credentials older than those it has. Then:
 //
 //   - only the credentials changed (bearer token, client certificate and
 //     key; same server, CA, TLS server name, and every other field): the
 //     cluster switches to them in place (see rotatable and rotator). Its
 //     next requests use them, its informers go on without a relist (their
 //     watches re-establish from their resourceVersion on new connections),
-//     it stays connected (no Remove, no Disconnected event), and the
+//     it stays connected (no Redial, no Disconnected event), and the
 //     connections opened with the old credentials are closed once their
 //     requests in flight have ended (after RequestTimeout at the latest);
 //   - anything else changed, or the cluster's config cannot rotate in place
 //     (exec or auth-provider plugins, file references, a proxy, a
-//     ConfigSource's own transport): it is removed and dialed again
-//     (pool.Remove, then pool.Probe), as before;
+//     ConfigSource's own transport or Dial): the pool replaces its client
+//     by a new dial (Redial), which reads the new config;
 //   - the ConfigSource refuses the new content (KubeconfigPolicy, a
 //     kubeconfig that does not parse, a missing key, a certificate and key
 //     that are no pair): the cluster keeps its current credentials, and
@@ -50,18 +55,23 @@ import (
 //     names the Secret and the field and never a value. Fixing the Secret
 //     is picked up by the next change.
 //
-// A cluster whose breaker is open is probed at once, since the new
+// A cluster whose breaker is open is probed at once (Probe), since the new
 // credentials may be what it lacked. A cluster that is dialing when its
-// Secret changes may connect with the credentials it read before: the
-// watcher keeps the Secret and checks it again when the pool says the
-// cluster connected (its Connected event), as if it had changed then.
+// Secret changes may connect with, or fail for, the credentials it read
+// before: the watcher keeps the Secret (a newer one replaces it) until the
+// dial ends (the pool's Connected, DialFailed or BreakerOpened event).
+// Connected, it checks the Secret as above; failed, it asks for a new dial
+// (Connect, or Probe if the breaker opened), which reads the new Secret,
+// with or without the Connect option: that dial was wanted.
 type SecretWatcher struct {
+	// Informers is the management cluster's informer cache (the manager's).
 	Informers cache.Informers
-	Pool      ClusterPool
-	// Connect dials, in the background (pool.Probe), every cluster whose
+	// Pool is the pool of the Dialer whose ConfigSource reads the Secrets.
+	Pool ClusterPool
+	// Connect dials, in the background (Pool.Connect), every cluster whose
 	// kubeconfig Secret appears or changes and that the pool holds no
-	// client for and is not dialing (also one whose last dial failed: the
-	// new Secret may be what it lacked), as
+	// client for, is not dialing and whose breaker is closed (also one
+	// whose last dial failed: the new Secret may be what it lacked), as
 	// Cluster API's ClusterCache connects every Cluster: a controller whose
 	// queue is busy with connected clusters then need not reach a cluster's
 	// objects before its dial starts. Leave it off when not every Secret's
@@ -72,8 +82,8 @@ type SecretWatcher struct {
 	// out, one whose Cluster is gone) dials nothing, even with Connect,
 	// and re-dials nothing when it changes (Cluster API #12657).
 	// Admission.Admitted fits. nil admits every cluster. It is called on
-	// the informer's goroutine, for every kubeconfig Secret added or
-	// changed: it must be quick and safe for concurrent use.
+	// Start's goroutine, for every kubeconfig Secret added or changed: it
+	// must be quick and safe for concurrent use.
 	Admit func(key client.ObjectKey) bool
 	// Logger receives rotations (V(1)) and refused Secrets, by cluster
 	// key, never with credentials. The zero value discards them.
@@ -84,30 +94,59 @@ type SecretWatcher struct {
 	Recorder record.EventRecorder
 
 	mu sync.Mutex
+	// pending holds the changed Secrets not acted on yet, the latest of
+	// each cluster, in order; wake says it is not empty.
+	pending map[client.ObjectKey]change
+	order   []client.ObjectKey
+	wake    chan struct{}
 	// dialing holds the latest changed Secret of each cluster that was
-	// dialing when it changed, until the cluster connects (checked then)
-	// or is removed.
-	dialing map[client.ObjectKey]*corev1.Secret
+	// dialing when it changed, until that dial ends or the cluster is
+	// removed.
+	dialing map[client.ObjectKey]change
 }
 
-// Start registers the handler and returns once ctx is done.
+// change is a changed kubeconfig Secret and the revisions
+// (KubeconfigRevision) the cluster's kubeconfig had before it, as far as
+// the watcher saw: the Secret is newer than the credentials of a cluster
+// that uses one of them.
+type change struct {
+	s      *corev1.Secret
+	before []string
+}
+
+// maxBefore bounds change.before: a Secret that changes many times during
+// one dial keeps only its latest revisions.
+const maxBefore = 16
+
+// after returns the revisions before a Secret that replaces c's: c's own
+// and those before it, then before.
+func (c change) after(before []string) []string {
+	out := append(append(append([]string(nil), c.before...), revisionOf(c.s)), before...)
+	return out[max(0, len(out)-maxBefore):]
+}
+
+// revisionOf is the revision of s's kubeconfig.
+func revisionOf(s *corev1.Secret) string { return KubeconfigRevision(s.Data[KubeconfigSecretKey]) }
+
+// Start registers the handler, acts on the changed Secrets and the pool's
+// events, and returns once ctx is done.
 func (w *SecretWatcher) Start(ctx context.Context) error {
 	inf, err := w.Informers.GetInformer(ctx, &corev1.Secret{})
 	if err != nil {
 		return fmt.Errorf("kube: Secret informer: %w", err)
 	}
 	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { w.changed(obj) },
+		AddFunc: func(obj any) { w.enqueue(nil, obj) },
 		UpdateFunc: func(old, obj any) {
 			if o, ok := old.(*corev1.Secret); ok && !sameKubeconfig(o, obj) {
-				w.changed(obj)
+				w.enqueue(o, obj)
 			}
 		},
 	})
 	if err != nil {
 		return fmt.Errorf("kube: Secret handler: %w", err)
 	}
-	events := w.Pool.Subscribe(ctx)
+	events, wake := w.Pool.Subscribe(ctx), w.wakeup()
 	for {
 		select {
 		case ev, ok := <-events:
@@ -115,84 +154,190 @@ func (w *SecretWatcher) Start(ctx context.Context) error {
 				events = nil
 				continue
 			}
+			w.drain() // the Secrets that changed before the event first
 			w.event(ev)
+		case <-wake:
+			w.drain()
 		case <-ctx.Done():
 			return inf.RemoveEventHandler(reg)
 		}
 	}
 }
 
-// event checks again, once a cluster connected, a Secret that changed
-// while it was dialing, and forgets it when the cluster is removed.
-func (w *SecretWatcher) event(ev pool.Event[client.ObjectKey]) {
-	switch ev.Type {
-	case pool.Connected:
-		w.recheck(ev.Key)
-	case pool.Removed:
-		w.take(ev.Key)
-	}
-}
-
-// keep holds s, the changed Secret of cluster key that is dialing, for
-// when it connects; if it connected meanwhile, s is checked now.
-func (w *SecretWatcher) keep(key client.ObjectKey, s *corev1.Secret) {
-	w.mu.Lock()
-	if w.dialing == nil {
-		w.dialing = map[client.ObjectKey]*corev1.Secret{}
-	}
-	w.dialing[key] = s
-	w.mu.Unlock()
-	if _, ok := w.Pool.Peek(key); ok { // its Connected event may have come before
-		w.recheck(key)
-	}
-}
-
-// recheck looks again at the Secret kept for key, if any, as changed.
-func (w *SecretWatcher) recheck(key client.ObjectKey) {
-	if s := w.take(key); s != nil {
-		w.changed(s)
-	}
-}
-
-// take returns and forgets the Secret kept for key, or nil.
-func (w *SecretWatcher) take(key client.ObjectKey) *corev1.Secret {
+// wakeup returns the channel that says Secrets are pending.
+func (w *SecretWatcher) wakeup() chan struct{} {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	s := w.dialing[key]
-	delete(w.dialing, key)
-	return s
+	if w.wake == nil {
+		w.wake = make(chan struct{}, 1)
+	}
+	return w.wake
 }
 
-// changed handles a kubeconfig Secret that was added, or whose kubeconfig
-// changed.
-func (w *SecretWatcher) changed(obj any) {
-	s, ok := obj.(*corev1.Secret)
-	if !ok || !strings.HasSuffix(s.Name, "-kubeconfig") {
+// enqueue queues obj, a kubeconfig Secret added (old nil) or whose
+// kubeconfig changed from old's; it replaces one of its cluster not acted
+// on yet.
+func (w *SecretWatcher) enqueue(old *corev1.Secret, obj any) {
+	s, key, ok := kubeconfigSecretOf(obj)
+	if !ok {
 		return
 	}
-	key := client.ObjectKey{Namespace: s.Namespace, Name: strings.TrimSuffix(s.Name, "-kubeconfig")}
+	ch := change{s: s}
+	if old != nil {
+		ch.before = []string{revisionOf(old)}
+	}
+	wake := w.wakeup()
+	w.mu.Lock()
+	if prev, ok := w.pending[key]; ok {
+		ch.before = prev.after(ch.before)
+	} else {
+		w.order = append(w.order, key)
+	}
+	if w.pending == nil {
+		w.pending = map[client.ObjectKey]change{}
+	}
+	w.pending[key] = ch
+	w.mu.Unlock()
+	select {
+	case wake <- struct{}{}:
+	default:
+	}
+}
+
+// drain acts on every pending Secret, in order.
+func (w *SecretWatcher) drain() {
+	for {
+		w.mu.Lock()
+		if len(w.order) == 0 {
+			w.mu.Unlock()
+			return
+		}
+		key := w.order[0]
+		w.order = w.order[1:]
+		ch := w.pending[key]
+		delete(w.pending, key)
+		w.mu.Unlock()
+		w.act(ch)
+	}
+}
+
+// kubeconfigSecretOf returns obj as a kubeconfig Secret and its cluster's
+// key, if it is one.
+func kubeconfigSecretOf(obj any) (*corev1.Secret, client.ObjectKey, bool) {
+	s, ok := obj.(*corev1.Secret)
+	if !ok || !strings.HasSuffix(s.Name, "-kubeconfig") {
+		return nil, client.ObjectKey{}, false
+	}
+	return s, client.ObjectKey{Namespace: s.Namespace, Name: strings.TrimSuffix(s.Name, "-kubeconfig")}, true
+}
+
+// event acts on the end of a dial during which a Secret changed, and
+// forgets that Secret when the cluster is removed.
+func (w *SecretWatcher) event(ev pool.Event[client.ObjectKey]) {
+	if ev.Type == pool.Removed {
+		w.take(ev.Key)
+		return
+	}
+	if !w.holds(ev.Key) || w.Pool.State(ev.Key).Dialing { // none kept, or a dial still runs
+		return
+	}
+	if ch, ok := w.take(ev.Key); ok {
+		w.dialEnded(ev.Key, ch)
+	}
+}
+
+// dialEnded acts on ch, the Secret that changed while key's dial ran, now
+// that the dial has ended: connected, as on any change; failed (perhaps
+// for the credentials it read before ch), with a new dial, or the open
+// breaker's probe, which reads ch's.
+func (w *SecretWatcher) dialEnded(key client.ObjectKey, ch change) {
+	if c, ok := w.Pool.Peek(key); ok {
+		w.update(ch, key, c)
+		return
+	}
+	w.Pool.Probe(key)
+	w.Pool.Connect(key)
+}
+
+// keep holds ch, the changed Secret of cluster key that is dialing, for
+// when the dial ends.
+func (w *SecretWatcher) keep(key client.ObjectKey, ch change) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.dialing == nil {
+		w.dialing = map[client.ObjectKey]change{}
+	}
+	w.dialing[key] = ch
+}
+
+// holds reports whether a Secret is kept for key.
+func (w *SecretWatcher) holds(key client.ObjectKey) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, ok := w.dialing[key]
+	return ok
+}
+
+// take returns and forgets the Secret kept for key, if any.
+func (w *SecretWatcher) take(key client.ObjectKey) (change, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ch, ok := w.dialing[key]
+	delete(w.dialing, key)
+	return ch, ok
+}
+
+// changed acts on obj as on a kubeconfig Secret added now.
+func (w *SecretWatcher) changed(obj any) {
+	if s, _, ok := kubeconfigSecretOf(obj); ok {
+		w.act(change{s: s})
+	}
+}
+
+// act handles a kubeconfig Secret that was added, or whose kubeconfig
+// changed. It replaces the Secret kept for a dial of its cluster.
+func (w *SecretWatcher) act(ch change) {
+	_, key, _ := kubeconfigSecretOf(ch.s)
 	if w.Admit != nil && !w.Admit(key) {
 		return
 	}
-	c, ok := w.Pool.Peek(key)
-	if !ok {
-		st := w.Pool.State(key)
-		if (st.Known && st.Breaker != breaker.StateClosed) || (w.Connect && !st.Dialing) {
-			w.Pool.Probe(key)
-		}
-		if st.Dialing { // a dial or probe may connect with what it read before this change
-			w.keep(key, s)
-		}
+	if prev, ok := w.take(key); ok {
+		ch.before = prev.after(ch.before)
+	}
+	if c, ok := w.Pool.Peek(key); ok {
+		w.update(ch, key, c)
 		return
 	}
-	if rev := c.Revision(); rev != "" && rev != KubeconfigRevision(s.Data[KubeconfigSecretKey]) {
-		w.rotate(s, key, c)
+	dialing := w.Pool.State(key).Dialing
+	w.Pool.Probe(key) // an open breaker: the new credentials may be what it lacked
+	if w.Connect {
+		w.Pool.Connect(key)
+	}
+	if dialing { // the dial may connect with, or fail for, what it read before this change
+		w.keep(key, ch)
 	}
 }
 
-// rotate acts on a changed kubeconfig Secret s of the connected cluster c:
-// in place, re-dial or refusal (see SecretWatcher).
-func (w *SecretWatcher) rotate(s *corev1.Secret, key client.ObjectKey, c *Cluster) {
+// update acts on ch for the connected cluster c: nothing if c uses its
+// revision; else a rotation to ch's Secret if c uses a revision before it,
+// or to the source's current config if the watcher cannot tell (c's
+// credentials may be newer than ch's: never older than those c read).
+func (w *SecretWatcher) update(ch change, key client.ObjectKey, c *Cluster) {
+	rev := c.Revision()
+	if rev == "" || rev == revisionOf(ch.s) {
+		return
+	}
+	s := ch.s
+	if !slices.Contains(ch.before, rev) {
+		s = nil
+	}
+	w.rotate(ch.s, s, key, c)
+}
+
+// rotate acts on the changed kubeconfig Secret ev of the connected cluster
+// c, read from s (nil: from the source): in place, re-dial or refusal
+// (see SecretWatcher).
+func (w *SecretWatcher) rotate(ev, s *corev1.Secret, key client.ObjectKey, c *Cluster) {
 	ctx, cancel := context.WithTimeout(context.Background(), DefaultRequestTimeout)
 	defer cancel()
 	switch out, err := c.refreshCredentials(ctx, s); out {
@@ -202,11 +347,10 @@ func (w *SecretWatcher) rotate(s *corev1.Secret, key client.ObjectKey, c *Cluste
 		w.Logger.Error(err, "kubeconfig Secret changed but is refused; the cluster keeps its current credentials",
 			"cluster", key.String())
 		if w.Recorder != nil {
-			w.Recorder.Event(s, corev1.EventTypeWarning, "KubeconfigRefused", err.Error())
+			w.Recorder.Event(ev, corev1.EventTypeWarning, "KubeconfigRefused", err.Error())
 		}
 	case rotationRedial:
-		w.Pool.Remove(key)
-		w.Pool.Probe(key)
+		w.Pool.Redial(key)
 	}
 }
 

@@ -19,8 +19,9 @@ func kubeconfigSecret(key client.ObjectKey, kc string) *corev1.Secret {
 }
 
 // A changed kubeconfig re-dials a connected cluster built from other
-// credentials, and probes at once a cluster whose breaker is open; it
-// leaves alone a cluster built from the same credentials, and a removed one.
+// credentials, and asks for the probe of every cluster not connected (the
+// pool sends it at once if the breaker is open, and does nothing
+// otherwise); it leaves alone a cluster built from the same credentials.
 func TestSecretWatcherReactions(t *testing.T) {
 	srv := httptest.NewServer(nil)
 	defer srv.Close()
@@ -36,7 +37,7 @@ func TestSecretWatcherReactions(t *testing.T) {
 		w.changed(kubeconfigSecret(k, "A"))
 	}
 	w.changed(kubeconfigSecret(rotated, "B"))
-	want := []string{"probe f/open", "remove f/rotated", "probe f/rotated"}
+	want := []string{"probe f/open", "probe f/removed", "redial f/rotated"}
 	if got := fp.callLog(); !slices.Equal(got, want) {
 		t.Fatalf("calls %v, want %v", got, want)
 	}
@@ -46,10 +47,11 @@ func TestSecretWatcherReactions(t *testing.T) {
 	}
 }
 
-// With Connect, a Secret of a cluster the pool holds no client for dials it
-// in the background (a new cluster, or one whose last dial failed with the
-// breaker still closed), unless a dial is running; without it, nothing
-// happens until a Get.
+// With Connect, a Secret of a cluster the pool holds no client for asks
+// the pool to connect it (a new cluster, or one whose last dial failed
+// with the breaker still closed; the pool does nothing while a dial runs);
+// without it, nothing but the probe (a no-op for a closed breaker) until a
+// Get.
 func TestSecretWatcherConnect(t *testing.T) {
 	fresh := client.ObjectKey{Namespace: "f", Name: "fresh"}
 	failed := client.ObjectKey{Namespace: "f", Name: "failed"}
@@ -60,13 +62,16 @@ func TestSecretWatcherConnect(t *testing.T) {
 	for _, k := range []client.ObjectKey{fresh, failed, dialing} {
 		(&SecretWatcher{Pool: fp}).changed(kubeconfigSecret(k, "A"))
 	}
-	if got := fp.callLog(); len(got) != 0 {
-		t.Fatalf("without Connect: calls %v, want none", got)
+	probes := []string{"probe f/fresh", "probe f/failed", "probe f/dialing"}
+	if got := fp.callLog(); !slices.Equal(got, probes) {
+		t.Fatalf("without Connect: calls %v, want %v", got, probes)
 	}
 	for _, k := range []client.ObjectKey{fresh, failed, dialing} {
 		(&SecretWatcher{Pool: fp, Connect: true}).changed(kubeconfigSecret(k, "A"))
 	}
-	if got, want := fp.callLog(), []string{"probe f/fresh", "probe f/failed"}; !slices.Equal(got, want) {
+	want := append(probes, "probe f/fresh", "connect f/fresh", "probe f/failed", "connect f/failed",
+		"probe f/dialing", "connect f/dialing")
+	if got := fp.callLog(); !slices.Equal(got, want) {
 		t.Fatalf("with Connect: calls %v, want %v", got, want)
 	}
 }
@@ -91,7 +96,7 @@ func TestSecretWatcherAdmit(t *testing.T) {
 	}
 	w.changed(kubeconfigSecret(rotOurs, "B"))
 	w.changed(kubeconfigSecret(rotOther, "B"))
-	want := []string{"probe f/ours", "remove f/rot-ours", "probe f/rot-ours"}
+	want := []string{"probe f/ours", "connect f/ours", "redial f/rot-ours"}
 	if got := fp.callLog(); !slices.Equal(got, want) {
 		t.Fatalf("calls %v, want %v", got, want)
 	}
@@ -100,8 +105,8 @@ func TestSecretWatcherAdmit(t *testing.T) {
 // A Secret that changes while its cluster is dialing is checked again when
 // the cluster connects: a cluster that connected with the credentials it
 // read before the change is redone (the fake cluster cannot rotate in
-// place: Remove, then Probe), one that read the new ones is left alone, and
-// each kept Secret is checked once. Removed forgets a kept Secret.
+// place: Redial), one that read the new ones is left alone, and each kept
+// Secret is checked once. Removed forgets a kept Secret.
 func TestSecretWatcherChecksAgainOnConnect(t *testing.T) {
 	srv := httptest.NewServer(nil)
 	defer srv.Close()
@@ -115,8 +120,9 @@ func TestSecretWatcherChecksAgainOnConnect(t *testing.T) {
 	for _, k := range []client.ObjectKey{stale, fresh, gone} {
 		w.changed(kubeconfigSecret(k, "B"))
 	}
-	if got := fp.callLog(); len(got) != 0 {
-		t.Fatalf("while dialing: calls %v, want none", got)
+	probes := []string{"probe f/stale", "probe f/fresh", "probe f/gone"} // no-ops while dialing
+	if got := fp.callLog(); !slices.Equal(got, probes) {
+		t.Fatalf("while dialing: calls %v, want %v", got, probes)
 	}
 	fp.connect(fakeCluster(stale, srv, KubeconfigRevision([]byte("A")))) // read before the change
 	fp.connect(fakeCluster(fresh, srv, KubeconfigRevision([]byte("B"))))
@@ -125,7 +131,7 @@ func TestSecretWatcherChecksAgainOnConnect(t *testing.T) {
 	for _, k := range []client.ObjectKey{stale, fresh, gone, stale} {
 		w.event(pool.Event[client.ObjectKey]{Type: pool.Connected, Key: k})
 	}
-	if got, want := fp.callLog(), []string{"remove f/stale", "probe f/stale"}; !slices.Equal(got, want) {
+	if got, want := fp.callLog(), append(probes, "redial f/stale"); !slices.Equal(got, want) {
 		t.Fatalf("calls %v, want %v", got, want)
 	}
 }

@@ -15,7 +15,8 @@ import (
 // user-agent wrappers above): every request passes the cluster's guard,
 // which rejects, caps, times and reports it. A request's guard flight ends
 // when its response body is read to the end or closed, so a slot is held for
-// as long as the response is.
+// as long as the response is. A /readyz that answers 200 (the dial's, the
+// Prober's) becomes the guard's probe (see readyzProbe).
 type guardedTransport struct {
 	next http.RoundTripper
 	g    *reqguard.Guard
@@ -39,8 +40,38 @@ func (t *guardedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		return nil, err
 	}
 	f.FirstByte()
+	if resp.StatusCode == http.StatusOK && isReadyz(req) {
+		t.g.SetProbe(readyzProbe(t.next, req))
+	}
 	resp.Body = &guardedBody{ReadCloser: resp.Body, f: f, verdict: verdict(resp)}
 	return resp, nil
+}
+
+// isReadyz reports whether req is a health probe's GET of /readyz.
+func isReadyz(req *http.Request) bool {
+	c, _ := req.Context().Value(classKey{}).(reqguard.Class)
+	return c == reqguard.Unreported && req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/readyz")
+}
+
+// readyzProbe returns the guard's probe (reqguard.Guard.SetProbe): req, a
+// /readyz of the cluster that answered 200, sent again through next (below
+// the guard: it holds no slot and is not reported), with the headers
+// client-go's wrappers gave it (credentials, user agent, impersonation); a
+// credential rotated in place is the rotator's, below. nil on 200.
+func readyzProbe(next http.RoundTripper, req *http.Request) func(context.Context) error {
+	tmpl := req.Clone(context.Background())
+	return func(ctx context.Context) error {
+		resp, err := next.RoundTrip(tmpl.Clone(ctx))
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("kube: readyz: HTTP %d", resp.StatusCode)
+		}
+		return nil
+	}
 }
 
 // WrappedRoundTripper lets client-go's CloseIdleConnectionsFor reach the
@@ -88,7 +119,9 @@ func (b *guardedBody) Close() error {
 var longRunning = map[string]bool{"exec": true, "attach": true, "portforward": true, "log": true, "proxy": true}
 
 // classify returns the class a request was marked with (informers,
-// probes), Exempt for watches and streaming subresources, else Counted.
+// probes), Exempt for watches and streaming subresources, CountedWrite for
+// the other requests that admission webhooks may hold (POST, PUT, PATCH,
+// DELETE), else Counted.
 func classify(req *http.Request) reqguard.Class {
 	if c, ok := req.Context().Value(classKey{}).(reqguard.Class); ok {
 		return c
@@ -96,7 +129,11 @@ func classify(req *http.Request) reqguard.Class {
 	if streaming(req) {
 		return reqguard.Exempt
 	}
-	return reqguard.Counted
+	switch req.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions:
+		return reqguard.Counted
+	}
+	return reqguard.CountedWrite
 }
 
 // streaming reports whether req is a watch or a streaming subresource,

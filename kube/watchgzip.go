@@ -3,6 +3,7 @@ package kube
 import (
 	"bufio"
 	"compress/gzip"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -66,11 +67,19 @@ var (
 
 // gzipMembers decompresses a body of concatenated gzip members (RFC 1952)
 // with a pooled reader and buffer per member.
+//
+// No lock is held across a read of the body: Read marks itself reading
+// under mu, reads without it, and gives the reader and buffer back if
+// Close came meanwhile; Close closes the body (which ends a Read waiting
+// for it) and gives them back only when no Read holds them. So Close never
+// waits for a Read.
 type gzipMembers struct {
 	body io.ReadCloser
-	// mu serializes Read, and Close's release of the reader and buffer
-	// (after it closed body, which ends a Read waiting for it).
-	mu sync.Mutex
+	// mu guards reading and closed; src, zr and err belong to the Read
+	// that set reading, or, when none does, to whoever holds mu.
+	mu      sync.Mutex
+	reading bool
+	closed  bool
 	// src buffers body between the members while it holds bytes of the
 	// next one; zr reads the current member. Both are nil between
 	// members, when src would hold nothing.
@@ -79,10 +88,38 @@ type gzipMembers struct {
 	err error
 }
 
-// Read implements io.Reader.
+// errConcurrentRead: io.Reader allows one Read at a time.
+var errConcurrentRead = errors.New("kube: concurrent Read of a watch body")
+
+// Read implements io.Reader. A zero-length Read returns (0, nil) at once.
 func (m *gzipMembers) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	m.mu.Lock()
+	switch {
+	case m.closed:
+		m.mu.Unlock()
+		return 0, http.ErrBodyReadAfterClose
+	case m.reading:
+		m.mu.Unlock()
+		return 0, errConcurrentRead
+	}
+	m.reading = true
+	m.mu.Unlock()
+	n, err := m.read(p)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.reading = false
+	if m.closed {
+		m.free()
+	}
+	return n, err
+}
+
+// read fills p (not empty) from the current member, starting the next one
+// as needed; only the Read that set reading calls it.
+func (m *gzipMembers) read(p []byte) (int, error) {
 	for m.err == nil {
 		if m.zr == nil {
 			m.err = m.start()
@@ -151,11 +188,21 @@ func (m *gzipMembers) putSrc() {
 }
 
 // Close implements io.Closer: it closes the body, then gives the reader
-// and buffer back.
+// and buffer back, or leaves that to the Read in progress.
 func (m *gzipMembers) Close() error {
 	err := m.body.Close()
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.closed = true
+	if !m.reading {
+		m.free()
+	}
+	return err
+}
+
+// free gives the reader and buffer back; mu is held and no Read holds
+// them.
+func (m *gzipMembers) free() {
 	if m.zr != nil {
 		putGzipReader(m.zr)
 		m.zr = nil
@@ -164,7 +211,6 @@ func (m *gzipMembers) Close() error {
 		m.putSrc()
 	}
 	m.err = http.ErrBodyReadAfterClose
-	return err
 }
 
 // putGzipReader pools zr (if not nil), pointed at nothing: a pooled reader

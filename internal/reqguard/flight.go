@@ -43,7 +43,8 @@ func (f *Flight) Err(err error) error {
 		f.g.mu.Lock()
 		d := f.deadline
 		f.g.mu.Unlock()
-		return fmt.Errorf("%w: cluster %s: no response headers within %v", ErrFirstByteTimeout, f.g.s.Cluster, d)
+		return fmt.Errorf("%w: cluster %s: no response headers, and no sign of life from the cluster, within %v",
+			ErrFirstByteTimeout, f.g.s.Cluster, d)
 	}
 	return err
 }
@@ -69,7 +70,7 @@ func (f *Flight) End(outcome error) {
 	g := f.g
 	g.mu.Lock()
 	delete(g.flights, f)
-	if f.class == Counted {
+	if f.class.counted() {
 		g.counted--
 	}
 	stopped := g.stopped

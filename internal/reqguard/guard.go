@@ -3,8 +3,10 @@
 // cluster's breaker opened, or the cluster was removed), cancels the ones in
 // flight when that happens, caps the cluster's counted requests in flight
 // (a bulkhead), ends a counted request that has not received its response
-// headers within a deadline learned from the cluster's observed latency,
-// and reports every outcome to the cluster's breaker (passive health).
+// headers within a deadline learned from the cluster's observed latency
+// during which the cluster showed no sign of life (a slow answer is not a
+// hang), and reports every outcome to the cluster's breaker (passive
+// health).
 //
 // It knows nothing of HTTP: kube's RoundTripper and bench/sim's model of a
 // request both drive a Guard, so the simulation measures this code.
@@ -47,7 +49,17 @@ const (
 	// Unreported requests are exempt and their outcome is not reported:
 	// health probes, whose owner reports the outcome itself.
 	Unreported
+	// CountedWrite requests are Counted requests that may wait long for
+	// reasons that say nothing of the cluster's health: a write waits for
+	// admission webhooks (10 s by default, 30 s at most). Past half its
+	// first-byte deadline with no sign of life, the Guard asks the cluster
+	// for one (see SetProbe).
+	CountedWrite
 )
+
+// counted reports whether c holds a bulkhead slot and has a first-byte
+// deadline.
+func (c Class) counted() bool { return c == Counted || c == CountedWrite }
 
 // Settings configures a Guard. Zero values disable a rule.
 type Settings struct {
@@ -89,9 +101,16 @@ type Guard struct {
 	est     estimator
 	// lastAnswer is when response headers last arrived, of any request.
 	lastAnswer time.Time
-	// timeouts counts first-byte timeouts since the last answer (see
-	// firstbyte.go), as the pool halves a failing cluster's wait bound.
+	// timeouts counts first-byte timeouts since the last answer; each
+	// halves the deadline (see firstbyte.go).
 	timeouts int
+	// The probe (see SetProbe): lastProbe is when it last answered,
+	// probeSent when it was last sent, probing whether it is out.
+	probe       func(context.Context) error
+	lastProbe   time.Time
+	probeSent   time.Time
+	probing     bool
+	probeCancel context.CancelFunc
 }
 
 // New returns a Guard with settings s.
@@ -145,7 +164,7 @@ func (g *Guard) Begin(ctx context.Context, c Class) (context.Context, *Flight, e
 		return nil, nil, err
 	}
 	now := time.Now()
-	if c == Counted && g.s.MaxInFlight > 0 && g.counted >= g.s.MaxInFlight && !g.responsiveLocked(now) {
+	if c.counted() && g.s.MaxInFlight > 0 && g.counted >= g.s.MaxInFlight && !g.responsiveLocked(now) {
 		at := g.slotFreeLocked(now)
 		g.mu.Unlock()
 		err := &pool.Error{Kind: ErrBulkheadFull, Cluster: g.s.Cluster, RetryAt: at}
@@ -155,7 +174,7 @@ func (g *Guard) Begin(ctx context.Context, c Class) (context.Context, *Flight, e
 	fctx, cancel := context.WithCancelCause(ctx)
 	f := &Flight{g: g, class: c, parent: ctx, ctx: fctx, cancel: cancel, start: now}
 	g.flights[f] = struct{}{}
-	if c == Counted {
+	if c.counted() {
 		g.counted++
 		g.armLocked(f)
 	}
@@ -176,20 +195,21 @@ func (g *Guard) Responsive() bool {
 // usually does, so that the bulkhead lets counted requests past its cap: no
 // first-byte timeout since its last answer, and fewer than the cap of its
 // requests in flight are late: sent no earlier than the last answer and
-// waiting longer than lateAfterLocked. The cap is for a cluster that
-// stopped answering, and holds on evidence only: a busy healthy cluster is
-// not throttled, nor is a burst of requests to a cluster that was idle or
-// has just connected, nor a cluster that answers slower than its first
-// answers but still answers (a request sent before an answer that came is
-// not a sign that the cluster stopped); a cluster that stops answering is
-// held to the cap once cap requests sent since are late, or one timed out.
+// waiting longer than lateAfterLocked (for a write, the probe's answer
+// counts as an answer). The cap is for a cluster that stopped answering,
+// and holds on evidence only: a busy healthy cluster is not throttled, nor
+// is a burst of requests to a cluster that was idle or has just connected,
+// nor a cluster that answers slower than its first answers but still
+// answers (a request sent before an answer that came is not a sign that
+// the cluster stopped); a cluster that stops answering is held to the cap
+// once cap requests sent since are late, or one timed out.
 func (g *Guard) responsiveLocked(now time.Time) bool {
 	if g.timeouts > 0 {
 		return false
 	}
 	after, late := g.lateAfterLocked(), 0
 	for f := range g.flights {
-		if f.class == Counted && now.Sub(f.start) > after && !f.start.Before(g.lastAnswer) {
+		if f.class.counted() && now.Sub(f.start) > after && !f.start.Before(g.lifeLocked(f)) {
 			late++
 		}
 	}
@@ -214,8 +234,10 @@ func (g *Guard) lateAfterLocked() time.Duration {
 
 // slotFreeLocked is when a slot is sure to be free: the earliest end of
 // the Counted flights holding the slots. A flight waiting for its headers
-// ends at its first-byte deadline (the rule cancels it then); one whose
-// headers came, or with no deadline, at MaxFirstByte from its start (kube's
+// ends at its first-byte deadline from its start or the cluster's last
+// sign of life (the rule cancels it then, unless the cluster shows life
+// again: the cap holds only while it shows none); one whose headers came,
+// or with no deadline, at MaxFirstByte from its start (kube's
 // RequestTimeout, which bounds the whole request). The cluster's usual
 // latency is no bound: the cap holds only once the cluster stopped
 // answering as usual, so its requests in flight end by a deadline, not by
@@ -225,7 +247,7 @@ func (g *Guard) lateAfterLocked() time.Duration {
 func (g *Guard) slotFreeLocked(now time.Time) time.Time {
 	var at time.Time
 	for f := range g.flights {
-		if f.class != Counted {
+		if !f.class.counted() {
 			continue
 		}
 		end, ok := g.flightEndLocked(f)
@@ -243,7 +265,7 @@ func (g *Guard) slotFreeLocked(now time.Time) time.Time {
 // anything bounds it.
 func (g *Guard) flightEndLocked(f *Flight) (time.Time, bool) {
 	if !f.headers && f.deadline > 0 {
-		return f.start.Add(f.deadline), true
+		return g.baseLocked(f).Add(f.deadline), true
 	}
 	if g.s.MaxFirstByte > 0 {
 		return f.start.Add(g.s.MaxFirstByte), true
@@ -260,6 +282,9 @@ func (g *Guard) Stop() {
 		return
 	}
 	g.stopped = true
+	if g.probeCancel != nil {
+		g.probeCancel()
+	}
 	flights := make([]*Flight, 0, len(g.flights))
 	for f := range g.flights {
 		flights = append(flights, f)
