@@ -28,11 +28,17 @@ type clusterCache struct {
 	secrets   *kube.SecretWatcher
 	// clusters reads Cluster objects for the sources' mapFuncs: the
 	// manager's cached client.
-	clusters    client.Reader
+	clusters client.Reader
+	// admitted is the admission's Admitted.
+	admitted    func(client.ObjectKey) bool
 	dialTimeout time.Duration
 	log         logr.Logger
 
 	watches watches
+	metrics clusterMetrics
+	// probes are the sources told of each health probe.
+	probes probeListeners
+	traces *traceExport // nil: no export
 	// retryInterval is SetConnectionCreationRetryInterval's value (a
 	// time.Duration); zero keeps the breaker's own periods.
 	retryInterval atomic.Int64
@@ -52,7 +58,7 @@ func (cc *clusterCache) connected(op string, key client.ObjectKey) (*kube.Cluste
 	if c, ok := cc.pool.Peek(key); ok {
 		return c, nil
 	}
-	return nil, notConnected(op, key, cc.pool.State(key), cc.closed.Load())
+	return nil, notConnected(op, key, cc.pool.State(key), cc.closed.Load(), cc.dialTimeout, cc.retryDelay())
 }
 
 // GetClient returns the cluster's cached client (reads from its informer
@@ -113,9 +119,10 @@ func (cc *clusterCache) Watch(ctx context.Context, key client.ObjectKey, w Watch
 }
 
 // GetHealthCheckingState returns the cluster's probe history from the pool:
-// dials count as probes, as do the Prober's probes and the outcomes of
-// requests on its clients (passive health). It is the zero value for a
-// cluster the pool holds nothing for.
+// dials count as probes, as do the Prober's probes (as in Cluster API,
+// connect attempts and health checks; requests' outcomes do not count,
+// see dialerOptions). It is the zero value for a cluster the pool holds
+// nothing for.
 func (cc *clusterCache) GetHealthCheckingState(_ context.Context, key client.ObjectKey) HealthCheckingState {
 	st := cc.pool.State(key)
 	return HealthCheckingState{
@@ -143,8 +150,8 @@ func (cc *clusterCache) forKey(client.ObjectKey) pool.Overrides {
 	if d <= 0 {
 		return pool.Overrides{}
 	}
-	d = min(d, breaker.MaxDuration)
-	return pool.Overrides{Breaker: &breaker.Settings{OpenTimeout: d, MaxOpenTimeout: d}}
+	s := breakerSettings(d)
+	return pool.Overrides{Breaker: &s}
 }
 
 // retryDelay is the wait before a failed dial that left the breaker closed
@@ -164,6 +171,7 @@ func (cc *clusterCache) retryDelay() time.Duration {
 func (cc *clusterCache) Shutdown() {
 	cc.stopOnce.Do(func() { close(cc.stop) })
 	cc.shutdownPool()
+	cc.traces.stop(cc.log)
 }
 
 // shutdownPool closes the pool (idempotent); a dialer that outlives the

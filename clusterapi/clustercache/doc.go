@@ -16,11 +16,27 @@
 //
 // A clusterpool Pool of workload-cluster clients (kube.NewPool), dialed by
 // a kube.Dialer reading kubeconfig Secrets through Options.SecretClient
-// (kube.SecretSource, under the strict default kube.KubeconfigPolicy);
-// an admission controller named "clustercache" (kube.Admission) on the
-// Cluster objects; the shared kube.Prober (GET /readyz every 10 s, 5 s
-// timeout); a kube.SecretWatcher that re-dials a cluster as soon as its
-// kubeconfig Secret changes; and a retry of failed dials.
+// (kube.SecretSource, under DefaultKubeconfigPolicy: what ClusterCache
+// connects with, but local files); an admission controller
+// named "clustercache" (kube.Admission) on the Cluster objects; the shared
+// kube.Prober (GET /readyz every 10 s, 5 s timeout); a kube.SecretWatcher
+// that re-dials a cluster as soon as its kubeconfig Secret changes; and a
+// retry of failed dials. SetupWithManagerAndPolicy takes another
+// kube.KubeconfigPolicy.
+//
+// Telemetry needs no line in main.go. Cluster API's series
+// capi_cluster_cache_connection_up, capi_cluster_cache_healthcheck and
+// capi_cluster_cache_healthchecks_total{status} are set with Cluster API's
+// names, labels, help and meaning on controller-runtime's registry (this
+// package's collectors replace Cluster API's there), and a Cluster's series
+// are deleted when it goes; clusterpool's own clusterpool_* series are on
+// the same registry (kube/metrics). With OTEL_EXPORTER_OTLP_ENDPOINT or
+// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT set, the pool's spans are exported over
+// OTLP (OTEL_EXPORTER_OTLP_PROTOCOL grpc or http/protobuf, the default;
+// the other OTEL_EXPORTER_OTLP_* variables, OTEL_SERVICE_NAME, default
+// DefaultServiceName, and OTEL_RESOURCE_ATTRIBUTES apply) while the manager
+// runs, and flushed when it stops; without them nothing is exported and
+// no exporter runs.
 //
 // Options map as follows:
 //   - SecretClient reads the kubeconfig Secrets (required).
@@ -54,8 +70,9 @@
 //
 // GetClient, GetReader, GetUncachedClient and GetRESTConfig never dial:
 // they return the pool's client, or at once a *NotConnectedError, which
-// matches both ErrClusterNotConnected and the pool's sentinel saying why
-// (pool.ErrCircuitOpen, with pool.RetryAfter the next probe; see
+// matches both ErrClusterNotConnected and the pool's sentinel saying why,
+// with a pool.RetryAfter while a probe or dial is due or out (also while
+// the breaker is half-open), so that kube.Requeue requeues (see
 // NotConnectedError). The returned clients' errors that come from the
 // request guard (the breaker opened, the cluster stopped, the bulkhead is
 // full, no first byte in time) match ErrClusterNotConnected too, so the
@@ -64,26 +81,36 @@
 // Watch adds a Watcher once per connection and name; a new connection
 // forgets them, and callers add their watches again after a reconnect, as
 // with Cluster API. GetHealthCheckingState comes from the pool
-// (pool.ClusterState): dials, probes and requests' outcomes count as
-// probes. GetClusterSource's sources send an event on each connect and
+// (pool.ClusterState): dials and health probes count as probes, as in
+// Cluster API. GetClusterSource's sources send an event on each connect and
 // disconnect, and once per WatchForProbeFailure duration without a
-// successful probe (Cluster API's rule, shouldSendEvent); the mapFunc gets
-// the *clusterv1.Cluster from the manager's cache.
+// successful probe (Cluster API's rule, checked after each probe as Cluster
+// API checks it after each reconcile); the mapFunc gets the
+// *clusterv1.Cluster from the manager's cache.
 //
 // # What differs from Cluster API's ClusterCache
 //
-//   - Failed connects back off (the breaker's jittered doubling, 5 s to
-//     30 s) instead of a fixed 30 s; a dial that hangs waits the full 30 s.
-//     A failed dial that leaves the breaker closed is retried after 5 s.
-//   - A connected cluster is dropped after 3 failed probes (the breaker's
-//     threshold), not 5; GetHealthCheckingState's ConsecutiveFailures
-//     goes on counting while it is down.
+//   - Failed connects back off: a failed dial is retried after 5 s, and
+//     after ProbeFailureThreshold (5) failures in a row the breaker opens
+//     for 5 s, doubling to 30 s (jittered), instead of a fixed 30 s; a dial
+//     that hangs to its 10 s deadline opens it at once for 30 s.
+//   - A connected cluster is dropped after ProbeFailureThreshold (5)
+//     failed health probes in a row, as in Cluster API (clusterpool's
+//     default is 3), but its probe is GET /readyz where Cluster API sends
+//     GET /. GetHealthCheckingState's ConsecutiveFailures goes on counting
+//     while it is down.
 //   - Requests on established clients are guarded (kube.RequestOptions):
-//     bulkhead, first-byte deadline, passive health, and cancellation once
-//     the breaker opens.
+//     bulkhead, first-byte deadline, and cancellation once the breaker
+//     opens. Their outcomes do not feed the breaker (no passive health), so
+//     that only probes decide a disconnect, as in Cluster API.
 //   - A rotated kubeconfig Secret is picked up at once.
-//   - Metrics are clusterpool's, without a cluster label; the
-//     capi_cluster_cache_* series are not exported.
+//   - Kubeconfig Secrets may not name local files (tokenFile,
+//     client-certificate, client-key, certificate-authority), and may not
+//     hold exec or auth-provider entries even outside the current context
+//     (Cluster API refuses them only in it); the server must be an http(s)
+//     URL without userinfo, query or fragment. See DefaultKubeconfigPolicy.
+//   - clusterpool's metrics and, with OTLP configured, traces come on top
+//     of Cluster API's series.
 //   - Controllers still return ErrClusterNotConnected as an error, so
 //     clusterpool's RetryAfter-driven requeues (kube.Requeue) stay unused
 //     until a controller uses them.

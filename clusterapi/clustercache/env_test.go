@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"sync"
 	"testing"
 	"time"
 
@@ -92,20 +93,25 @@ func (e *testEnv) setup(t testing.TB, concurrency int, edit func(*clustercache.O
 	return cc
 }
 
-// start runs the manager until the test ends, then shuts cc down and
-// waits for the manager to stop.
-func (e *testEnv) start(t testing.TB, cc clustercache.ClusterCache) {
+// start runs the manager until the test ends, or until stop is called,
+// then shuts cc down and waits for the manager to stop.
+func (e *testEnv) start(t testing.TB, cc clustercache.ClusterCache) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- e.mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		cc.(interface{ Shutdown() }).Shutdown()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			cc.(interface{ Shutdown() }).Shutdown()
+			if err := <-done; err != nil {
+				t.Errorf("manager: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 // kubeconfig returns a kubeconfig for the suite's apiserver, reached
@@ -133,13 +139,20 @@ func (e *testEnv) hostPort(t testing.TB) string {
 // unreachable cluster.
 func (e *testEnv) hold(t testing.TB) string {
 	t.Helper()
+	return e.proxy(t, faultproxy.Hold).Addr()
+}
+
+// proxy starts a proxy to the apiserver in mode, closed when the test
+// ends.
+func (e *testEnv) proxy(t testing.TB, mode faultproxy.Mode) *faultproxy.Proxy {
+	t.Helper()
 	p, err := faultproxy.New(e.hostPort(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.SetMode(faultproxy.Hold)
+	p.SetMode(mode)
 	t.Cleanup(func() { p.Close() })
-	return p.Addr()
+	return p
 }
 
 // createCluster creates a Cluster and its kubeconfig Secret, with

@@ -3,6 +3,7 @@ package clustercache
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -14,9 +15,11 @@ import (
 // NotConnectedError says a workload cluster cannot be used now. It matches
 // both ErrClusterNotConnected (Cluster API's controllers test it, e.g. the
 // Machine controller's NodeHealthy reason) and Err, the pool's error,
-// whose sentinel says why: pool.ErrCircuitOpen (pool.RetryAfter gives the
-// next probe), pool.ErrWaitTimeout (a dial is in flight), pool.ErrDialFailed
-// (the last dial failed, another is coming), pool.ErrRemoved (the pool
+// whose sentinel says why: pool.ErrCircuitOpen (the breaker is open, or
+// half-open with its probe out), pool.ErrWaitTimeout (a dial is in
+// flight), pool.ErrDialFailed (the last dial failed, another is coming),
+// each with a pool.RetryAfter (the next probe, the end of the dial in
+// flight, the retry of the failed dial), pool.ErrRemoved (the pool
 // holds nothing for the cluster: not admitted yet, filtered out, deleted),
 // pool.ErrClosed (Shutdown), or, for a request on an established client,
 // the request guard's kube.ErrClusterStopped, kube.ErrBulkheadFull,
@@ -41,11 +44,21 @@ func (e *NotConnectedError) Error() string {
 func (e *NotConnectedError) Unwrap() []error { return []error{ErrClusterNotConnected, e.Err} }
 
 // notConnected returns the error of op while key has no client in the
-// pool, whose state is st (closed: the pool is shut down).
-func notConnected(op string, key client.ObjectKey, st pool.ClusterState, closed bool) error {
+// pool, whose state is st (closed: the pool is shut down). Its RetryAt
+// (pool.RetryAfter) is when the cluster's state may have changed: an open
+// breaker's next probe; the end of the dial or half-open probe in flight,
+// at the latest dialTimeout from now (its deadline); after a failed dial
+// that left the breaker closed, retryDelay (the drop-in's retry of it).
+func notConnected(op string, key client.ObjectKey, st pool.ClusterState, closed bool, dialTimeout, retryDelay time.Duration) error {
 	pe := &pool.Error{Kind: notConnectedKind(st, closed), Cluster: key.String()}
-	if pe.Kind == pool.ErrCircuitOpen {
+	now := time.Now()
+	switch {
+	case pe.Kind == pool.ErrCircuitOpen && st.NextProbe.After(now):
 		pe.RetryAt = st.NextProbe
+	case pe.Kind == pool.ErrCircuitOpen || pe.Kind == pool.ErrWaitTimeout:
+		pe.RetryAt = now.Add(dialTimeout) // the probe is out, or due
+	case pe.Kind == pool.ErrDialFailed:
+		pe.RetryAt = now.Add(retryDelay)
 	}
 	return &NotConnectedError{Op: op, Cluster: key, Err: pe}
 }

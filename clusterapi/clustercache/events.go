@@ -26,21 +26,3 @@ func shouldSendEvent(now, lastProbeSuccess, lastEventSent time.Time, didConnect,
 	}
 	return reasons
 }
-
-// nextProbeFailureEvent returns the earliest time after now at which
-// shouldSendEvent, with no connect or disconnect, would send an event if
-// no probe succeeded and no event were sent meanwhile; ok is false if none
-// is due. It is the first instant after lastProbeSuccess+d (shouldSendEvent
-// wants it strictly in the past), so a timer set to it finds the event due.
-func nextProbeFailureEvent(now, lastProbeSuccess, lastEventSent time.Time, probeFailureDurations []time.Duration) (next time.Time, ok bool) {
-	for _, d := range probeFailureDurations {
-		at := lastProbeSuccess.Add(d)
-		if !lastEventSent.Before(at) || at.Before(now) {
-			continue // sent already, or due now (the caller's check sends it)
-		}
-		if due := at.Add(time.Nanosecond); !ok || due.Before(next) {
-			next, ok = due, true
-		}
-	}
-	return next, ok
-}

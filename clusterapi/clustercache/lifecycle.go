@@ -9,7 +9,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/clusterpool/clusterpool/breaker"
 	"github.com/clusterpool/clusterpool/pool"
 )
 
@@ -26,6 +25,7 @@ func (cc *clusterCache) Start(ctx context.Context) error {
 		case <-ctx.Done():
 		}
 	}()
+	defer cc.startTelemetry(ctx)()
 	errs := make([]error, 2)
 	var wg sync.WaitGroup
 	wg.Go(func() { errs[0] = cc.prober.Start(ctx) })
@@ -77,14 +77,12 @@ func (cc *clusterCache) retry(ctx context.Context) {
 	}
 }
 
-// redial asks for a dial of key if it is admitted, known, not connected,
-// not dialing and its breaker is closed.
+// redial asks the pool to connect key if it is still admitted: the pool
+// dials it only if it is idle and its breaker closed (pool.Pool.Connect),
+// so a cluster connected, dialing or backing off meanwhile is left alone.
 func (cc *clusterCache) redial(key client.ObjectKey) {
-	if !cc.admission.Admitted(key) {
-		return
-	}
-	if st := cc.pool.State(key); st.Known && !st.Connected && !st.Dialing && st.Breaker == breaker.StateClosed {
-		cc.pool.Probe(key)
+	if cc.admission.Admitted(key) {
+		cc.pool.Connect(key)
 	}
 }
 

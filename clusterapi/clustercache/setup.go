@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"go.opentelemetry.io/otel/metric"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/predicates"
@@ -16,7 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/clusterpool/clusterpool/breaker"
 	"github.com/clusterpool/clusterpool/kube"
+	poolmetrics "github.com/clusterpool/clusterpool/kube/metrics"
 	"github.com/clusterpool/clusterpool/pool"
 )
 
@@ -29,6 +32,12 @@ const (
 	// ProbeInterval and ProbeTimeout are ClusterCache's health probe's.
 	ProbeInterval = 10 * time.Second
 	ProbeTimeout  = 5 * time.Second
+	// ProbeFailureThreshold is how many failed health probes in a row
+	// disconnect a cluster (and how many failed connects in a row open its
+	// breaker): Cluster API's HealthProbe.FailureThreshold, where
+	// clusterpool's breaker defaults to breaker.DefaultConsecutiveFailures
+	// (3).
+	ProbeFailureThreshold = 5
 	// ControllerName names the admission controller, as Cluster API's
 	// controller is named (its metrics and logs keep their label).
 	ControllerName = "clustercache"
@@ -42,42 +51,125 @@ var ErrInvalidOptions = errors.New("clustercache: invalid options")
 // 20, Burst 30), same required fields (SecretClient, Client.UserAgent).
 // controllerOptions configure the admission controller ("clustercache"),
 // and its MaxConcurrentReconciles is the pool's MaxTotalDials (how many
-// clusters are dialed at once; zero means pool.DefaultMaxTotalDials). See
-// the package documentation for what each option does.
+// clusters are dialed at once; zero means pool.DefaultMaxTotalDials).
+// Kubeconfig Secrets are read under DefaultKubeconfigPolicy. See the
+// package documentation for what each option does.
 func SetupWithManager(ctx context.Context, mgr manager.Manager, options Options, controllerOptions controller.Options) (ClusterCache, error) {
+	return SetupWithManagerAndPolicy(ctx, mgr, options, controllerOptions, DefaultKubeconfigPolicy())
+}
+
+// SetupWithManagerAndPolicy is SetupWithManager with the kubeconfig policy
+// of the clusters' Secrets: what a kubeconfig may use beyond inline data
+// (see DefaultKubeconfigPolicy and kube.KubeconfigPolicy).
+func SetupWithManagerAndPolicy(ctx context.Context, mgr manager.Manager, options Options, controllerOptions controller.Options,
+	policy kube.KubeconfigPolicy) (ClusterCache, error) {
 	log := ctrl.LoggerFrom(ctx).WithValues("controller", ControllerName)
 	if err := validateAndDefault(&options); err != nil {
 		return nil, err
 	}
-	d, err := kube.NewDialer(kube.SecretSource{Reader: options.SecretClient}, dialerOptions(mgr, options, log))
+	tel, err := newTelemetry(ctx)
+	if err != nil {
+		return nil, err
+	}
+	dopts := dialerOptions(mgr, options, log)
+	dopts.Requests.MeterProvider = tel.meter
+	d, err := kube.NewDialer(kube.SecretSource{Reader: options.SecretClient, Policy: policy}, dopts)
 	if err != nil {
 		return nil, fmt.Errorf("clustercache: %w", err)
 	}
-	cc := &clusterCache{clusters: mgr.GetClient(),
+	cc := &clusterCache{clusters: mgr.GetClient(), traces: tel.traces,
 		dialTimeout: pool.DefaultDialTimeout, log: log, stop: make(chan struct{})}
-	cc.pool, err = kube.NewPool(d, pool.Options[client.ObjectKey, *kube.Cluster]{
-		MaxTotalDials: int64(max(controllerOptions.MaxConcurrentReconciles, 0)),
-		ForKey:        cc.forKey,
-		OnClose:       func(_ client.ObjectKey, c *kube.Cluster) { cc.watches.forget(c) },
-	})
+	cc.pool, err = kube.NewPool(d, cc.poolOptions(controllerOptions.MaxConcurrentReconciles, tel))
 	if err != nil {
+		tel.traces.stop(log)
 		return nil, fmt.Errorf("clustercache: %w", err)
 	}
-	cc.admission = &kube.Admission{Pool: cc.pool, Object: &clusterv1.Cluster{}, Connect: true, Name: ControllerName,
-		Admit: admit(options.ClusterFilter)}
-	cc.secrets = &kube.SecretWatcher{Informers: mgr.GetCache(), Pool: cc.pool, Connect: true, Admit: cc.admission.Admitted}
-	if cc.prober, err = kube.NewProber(cc.pool, kube.ProberOptions{Interval: ProbeInterval, Timeout: ProbeTimeout, Logger: log}); err == nil {
+	if err = cc.wire(mgr, options, controllerOptions); err != nil {
+		cc.shutdownPool()
+		tel.traces.stop(log)
+		return nil, fmt.Errorf("clustercache: failed setting up ClusterCache with a controller manager: %w", err)
+	}
+	return cc, nil
+}
+
+// wire builds the admission controller, the Secret watcher and the
+// prober around cc's pool, and adds them and cc to mgr.
+func (cc *clusterCache) wire(mgr manager.Manager, options Options, controllerOptions controller.Options) error {
+	cc.admission = &kube.Admission{Pool: admissionPool{ClusterPool: cc.pool, removed: cc.metrics.forget},
+		Object: &clusterv1.Cluster{}, Connect: true, Name: ControllerName, Admit: admit(options.ClusterFilter)}
+	cc.admitted = cc.admission.Admitted
+	cc.metrics.admitted = cc.admission.Admitted
+	cc.secrets = &kube.SecretWatcher{Informers: mgr.GetCache(), Pool: cc.pool, Connect: true, Admit: cc.admission.Admitted,
+		Logger: cc.log}
+	var err error
+	cc.prober, err = kube.NewProber(proberPool{ClusterPool: cc.pool, probed: cc.probed},
+		kube.ProberOptions{Interval: ProbeInterval, Timeout: ProbeTimeout, Logger: cc.log})
+	if err == nil {
 		err = mgr.Add(cc)
 	}
 	if err == nil {
 		err = cc.admission.SetupWithManager(mgr, controllerOptions,
-			predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, options.WatchFilterValue))
+			predicates.ResourceHasFilterLabel(mgr.GetScheme(), cc.log, options.WatchFilterValue))
 	}
+	return err
+}
+
+// poolOptions are the options of cc's pool; maxDials is the admission
+// controller's MaxConcurrentReconciles.
+func (cc *clusterCache) poolOptions(maxDials int, tel telemetry) pool.Options[client.ObjectKey, *kube.Cluster] {
+	return pool.Options[client.ObjectKey, *kube.Cluster]{
+		MaxTotalDials:  int64(max(maxDials, 0)),
+		Breaker:        breakerSettings(0),
+		ForKey:         cc.forKey,
+		OnClose:        func(_ client.ObjectKey, c *kube.Cluster) { cc.watches.forget(c) },
+		TracerProvider: tel.traces.tracerProvider(),
+		MeterProvider:  tel.meter,
+	}
+}
+
+// probed records a health probe of key: its series, and a check of the
+// sources' WatchForProbeFailure events.
+func (cc *clusterCache) probed(key client.ObjectKey, ok bool) {
+	cc.metrics.probe(key, ok)
+	cc.probes.probed(key)
+}
+
+// breakerSettings are each cluster's breaker settings: Cluster API's probe
+// failure threshold, and, if retry is positive, open periods of exactly
+// retry (SetConnectionCreationRetryInterval).
+func breakerSettings(retry time.Duration) breaker.Settings {
+	s := breaker.Settings{ConsecutiveFailures: ProbeFailureThreshold}
+	if retry > 0 {
+		retry = min(retry, breaker.MaxDuration)
+		s.OpenTimeout, s.MaxOpenTimeout = retry, retry
+	}
+	return s
+}
+
+// telemetry is where the pool's spans and metrics go.
+type telemetry struct {
+	traces *traceExport // nil: the otel global TracerProvider
+	meter  metric.MeterProvider
+}
+
+// newTelemetry takes Cluster API's series over (see metrics.go), returns
+// the MeterProvider of clusterpool's own series on controller-runtime's
+// registry (kube/metrics: one per registry, shared by every pool of the
+// process, starting no goroutine, so it is never shut down), and the OTLP
+// trace export the environment asks for.
+func newTelemetry(ctx context.Context) (telemetry, error) {
+	if err := takeOverMetrics(); err != nil {
+		return telemetry{}, err
+	}
+	mp, err := poolmetrics.NewMeterProvider(poolmetrics.Options{})
 	if err != nil {
-		cc.shutdownPool()
-		return nil, fmt.Errorf("clustercache: failed setting up ClusterCache with a controller manager: %w", err)
+		return telemetry{}, fmt.Errorf("clustercache: %w", err)
 	}
-	return cc, nil
+	traces, err := newTraceExport(ctx)
+	if err != nil {
+		return telemetry{}, err
+	}
+	return telemetry{traces: traces, meter: mp}, nil
 }
 
 // validateAndDefault is Cluster API's validateAndDefaultOptions.
@@ -101,7 +193,11 @@ func validateAndDefault(o *Options) error {
 }
 
 // dialerOptions maps Options onto the dialer's, as Cluster API's
-// buildClusterAccessorConfig and its connect do.
+// buildClusterAccessorConfig and its connect do. The request guard's
+// passive health is off: requests' outcomes, the informers' relists after
+// a dropped connection included, would open the breaker within seconds of
+// a network blip, where Cluster API waits for ProbeFailureThreshold
+// failed probes before it drops a cluster and its caches.
 func dialerOptions(mgr manager.Manager, o Options, log logr.Logger) kube.DialerOptions {
 	indexes := make([]kube.Index, 0, len(o.Cache.Indexes))
 	for _, ix := range o.Cache.Indexes {
@@ -120,6 +216,7 @@ func dialerOptions(mgr manager.Manager, o Options, log logr.Logger) kube.DialerO
 		InitialSyncTimeout: InitialSyncTimeout,
 		InCluster:          true,
 		Logger:             log,
+		Requests:           kube.RequestOptions{DisablePassiveHealth: true},
 		Cache: cache.Options{
 			SyncPeriod:       o.Cache.SyncPeriod,
 			ByObject:         o.Cache.ByObject,

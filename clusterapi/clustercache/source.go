@@ -17,12 +17,17 @@ import (
 // GetClusterSource returns a source that enqueues mapFunc's requests for
 // an admitted Cluster when it connects, when it disconnects, and, for each
 // WatchForProbeFailure(d) option, once when d has passed since its last
-// successful probe (shouldSendEvent). mapFunc receives the
-// *clusterv1.Cluster read from the manager's cache; a Cluster that is gone
-// enqueues nothing. Only admitted Clusters have events: WatchFilterValue
-// and ClusterFilter apply through the admission, as in Cluster API. mapFunc runs on
-// the source's own goroutine, never under a lock; a panic in it is
-// recovered and logged.
+// successful probe (shouldSendEvent). As in Cluster API, which checks after
+// each of its reconciles, that is checked after each probe of the
+// cluster: a health probe of a connected cluster (every ProbeInterval), or
+// a connect attempt (each is a pool event). A healthy cluster therefore
+// has no such event even when d is shorter than ProbeInterval, and a
+// cluster probed while the source was busy is checked once it is free.
+// mapFunc receives the *clusterv1.Cluster read from the manager's cache; a
+// Cluster that is gone enqueues nothing. Only admitted Clusters have
+// events: WatchFilterValue and ClusterFilter apply through the admission,
+// as in Cluster API. mapFunc runs on the source's own goroutine, never
+// under a lock; a panic in it is recovered and logged.
 func (cc *clusterCache) GetClusterSource(controllerName string, mapFunc func(ctx context.Context, cluster client.Object) []ctrl.Request, opts ...GetClusterSourceOption) source.Source {
 	var durations []time.Duration
 	for _, o := range opts {
@@ -35,8 +40,16 @@ func (cc *clusterCache) GetClusterSource(controllerName string, mapFunc func(ctx
 	}
 	return source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 		s := &clusterSource{cc: cc, controller: controllerName, mapFunc: mapFunc, durations: durations, q: q,
-			lastSent: map[client.ObjectKey]time.Time{}, connected: map[client.ObjectKey]bool{}}
-		go s.run(ctx, cc.pool.Subscribe(ctx))
+			lastSent: map[client.ObjectKey]time.Time{}, connected: map[client.ObjectKey]bool{}, probed: newKeySet()}
+		events := cc.pool.Subscribe(ctx)
+		stop := func() {}
+		if len(durations) > 0 {
+			stop = cc.probes.listen(s.probed)
+		}
+		go func() {
+			defer stop()
+			s.run(ctx, events)
+		}()
 		return nil
 	})
 }
@@ -54,15 +67,14 @@ type clusterSource struct {
 	// the last event told it.
 	lastSent  map[client.ObjectKey]time.Time
 	connected map[client.ObjectKey]bool
+	// probed holds the clusters probed since the source last checked them.
+	probed *keySet
 }
 
 // run sends events until ctx is done or the pool closes: on each pool
-// event, and at the next time a probe-failure event is due.
+// event, and after each health probe.
 func (s *clusterSource) run(ctx context.Context, events <-chan pool.Event[client.ObjectKey]) {
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
 	for {
-		s.rearm(timer, time.Now())
 		select {
 		case <-ctx.Done():
 			return
@@ -71,8 +83,12 @@ func (s *clusterSource) run(ctx context.Context, events <-chan pool.Event[client
 				return
 			}
 			s.onEvent(ctx, ev)
-		case now := <-timer.C:
-			s.scan(ctx, now)
+		case <-s.probed.ready:
+			for _, key := range s.probed.take() {
+				if s.cc.admitted(key) {
+					s.maybeSend(ctx, key, time.Now(), false, false)
+				}
+			}
 		}
 	}
 }
@@ -85,7 +101,7 @@ func (s *clusterSource) onEvent(ctx context.Context, ev pool.Event[client.Object
 	didConnect := ev.Type == pool.Connected || (ev.Connected && !was)
 	didDisconnect := ev.Type == pool.Disconnected || (!ev.Connected && was)
 	s.connected[ev.Key] = ev.Connected
-	if !s.cc.admission.Admitted(ev.Key) {
+	if !s.cc.admitted(ev.Key) {
 		// Deleted or filtered out: Cluster API sends nothing on cleanup
 		// and forgets the cluster's last event.
 		delete(s.lastSent, ev.Key)
@@ -93,15 +109,6 @@ func (s *clusterSource) onEvent(ctx context.Context, ev pool.Event[client.Object
 		return
 	}
 	s.maybeSend(ctx, ev.Key, ev.Time, didConnect, didDisconnect)
-}
-
-// scan sends the probe-failure events due at now.
-func (s *clusterSource) scan(ctx context.Context, now time.Time) {
-	for _, key := range s.cc.pool.Keys() {
-		if s.cc.admission.Admitted(key) {
-			s.maybeSend(ctx, key, now, false, false)
-		}
-	}
 }
 
 // maybeSend sends an event for key if shouldSendEvent says so.
@@ -113,26 +120,6 @@ func (s *clusterSource) maybeSend(ctx context.Context, key client.ObjectKey, now
 	}
 	s.lastSent[key] = now
 	s.send(ctx, key, reasons)
-}
-
-// rearm sets timer to the earliest probe-failure event due after now.
-func (s *clusterSource) rearm(timer *time.Timer, now time.Time) {
-	if len(s.durations) == 0 {
-		timer.Stop()
-		return
-	}
-	var next time.Time
-	for _, key := range s.cc.pool.Keys() {
-		st := s.cc.pool.State(key)
-		if at, ok := nextProbeFailureEvent(now, st.LastProbeSuccess, s.lastSent[key], s.durations); ok && (next.IsZero() || at.Before(next)) {
-			next = at
-		}
-	}
-	if next.IsZero() {
-		timer.Stop()
-		return
-	}
-	timer.Reset(next.Sub(now))
 }
 
 // send enqueues mapFunc's requests for the Cluster named key, read from the

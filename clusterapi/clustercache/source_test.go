@@ -3,6 +3,7 @@ package clustercache_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/clusterpool/clusterpool/clusterapi/clustercache"
+	"github.com/clusterpool/clusterpool/internal/faultproxy"
 )
 
 // TestClusterSource: GetClusterSource's source enqueues a request when an
@@ -120,5 +122,50 @@ func want(t *testing.T, q workqueue.TypedRateLimitingInterface[reconcile.Request
 		q.ShutDown()
 		<-got
 		t.Fatalf("no request for %s", name)
+	}
+}
+
+// TestWatchForProbeFailureAfterProbes: as Cluster API's ClusterCache,
+// which checks after each probe, a WatchForProbeFailure duration below the
+// probe interval sends nothing for a healthy cluster, and sends one event
+// for a cluster once a probe of it has failed.
+func TestWatchForProbeFailureAfterProbes(t *testing.T) {
+	e := newEnv(t, "probefailure")
+	proxy := e.proxy(t, faultproxy.Pass)
+	cc := e.setup(t, 10, nil)
+	e.start(t, cc)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	mapFunc := func(_ context.Context, o client.Object) []ctrl.Request {
+		return []ctrl.Request{{NamespacedName: client.ObjectKeyFromObject(o)}}
+	}
+	if err := cc.GetClusterSource("test", mapFunc, clustercache.WatchForProbeFailure(2*time.Second)).Start(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.createCluster(ctx, "healthy", e.kubeconfig(t, ""), true); err != nil {
+		t.Fatal(err)
+	}
+	want(t, q, "healthy") // connect
+	if err := e.createCluster(ctx, "flaky", e.kubeconfig(t, proxy.Addr()), true); err != nil {
+		t.Fatal(err)
+	}
+	want(t, q, "flaky") // connect
+	healthy, flaky := client.ObjectKey{Namespace: e.ns, Name: "healthy"}, client.ObjectKey{Namespace: e.ns, Name: "flaky"}
+	connected := cc.GetHealthCheckingState(ctx, healthy).LastProbeTime
+	eventually(t, 3*clustercache.ProbeInterval, func() error { // a probe after the connect
+		if st := cc.GetHealthCheckingState(ctx, healthy); !st.LastProbeTime.After(connected) || st.ConsecutiveFailures != 0 {
+			return fmt.Errorf("%+v: %w", st, errNotYet)
+		}
+		return nil
+	})
+	if n := q.Len(); n != 0 {
+		t.Fatalf("%d requests queued for healthy clusters, want none", n)
+	}
+	proxy.SetMode(faultproxy.Blackhole)
+	want(t, q, "flaky")
+	if st := cc.GetHealthCheckingState(ctx, flaky); st.ConsecutiveFailures == 0 {
+		t.Fatalf("flaky's event came before a failed probe: %+v", st)
 	}
 }

@@ -1,0 +1,155 @@
+package clustercache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/clusterpool/clusterpool/pool"
+)
+
+// Cluster API's ClusterCache series (its metrics.go), with the same names,
+// help, labels and meaning. Its package registers its own collectors in
+// init; SetupWithManager replaces them on controller-runtime's registry by
+// these (Prometheus' Unregister matches collectors by their descriptors,
+// which are the same), and sets these.
+var (
+	healthCheck = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "capi_cluster_cache_healthcheck",
+		Help: "Result of the last clustercache healthcheck for a cluster.",
+	}, []string{"cluster_name", "cluster_namespace"})
+	healthChecksTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "capi_cluster_cache_healthchecks_total",
+		Help: "Results of all clustercache healthchecks.",
+	}, []string{"cluster_name", "cluster_namespace", "status"})
+	connectionUp = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "capi_cluster_cache_connection_up",
+		Help: "Whether the connection to the cluster is up.",
+	}, []string{"cluster_name", "cluster_namespace"})
+)
+
+// The status label values of healthChecksTotal.
+const (
+	statusSuccess = "success"
+	statusError   = "error"
+)
+
+var (
+	takeOverOnce sync.Once
+	errTakeOver  error
+)
+
+// takeOverMetrics puts this package's collectors on controller-runtime's
+// registry in place of Cluster API's, once per process: a program that
+// never calls SetupWithManager keeps Cluster API's.
+func takeOverMetrics() error {
+	takeOverOnce.Do(func() {
+		for _, c := range []prometheus.Collector{healthCheck, healthChecksTotal, connectionUp} {
+			ctrlmetrics.Registry.Unregister(c) // Cluster API's, or nothing
+			if err := ctrlmetrics.Registry.Register(c); err != nil {
+				errTakeOver = errors.Join(errTakeOver, fmt.Errorf("clustercache: registering Cluster API's metrics: %w", err))
+			}
+		}
+	})
+	return errTakeOver
+}
+
+// clusterMetrics sets the series of admitted clusters: connection_up from
+// the pool's events (1 once connected, 0 after a failed connect or a
+// disconnect), healthcheck and healthchecks_total from each probe the
+// Prober makes; forget deletes a cluster's series once its Cluster is
+// gone or filtered out (Cluster API's cleanupMetricsForCluster). mu
+// orders the updates of a cluster after its forget: the admission forgets
+// a cluster (Admitted turns false) before it removes it from the pool,
+// and an update checks Admitted under mu, so none recreates a deleted
+// series.
+type clusterMetrics struct {
+	mu       sync.Mutex
+	admitted func(client.ObjectKey) bool
+}
+
+// connection sets key's connection_up.
+func (m *clusterMetrics) connection(key client.ObjectKey, up bool) {
+	v := 0.0
+	if up {
+		v = 1
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.admitted(key) {
+		connectionUp.WithLabelValues(key.Name, key.Namespace).Set(v)
+	}
+}
+
+// probe records the outcome of one of key's health probes.
+func (m *clusterMetrics) probe(key client.ObjectKey, ok bool) {
+	v, status := 0.0, statusError
+	if ok {
+		v, status = 1, statusSuccess
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.admitted(key) {
+		healthCheck.WithLabelValues(key.Name, key.Namespace).Set(v)
+		healthChecksTotal.WithLabelValues(key.Name, key.Namespace, status).Inc()
+	}
+}
+
+// forget deletes key's series.
+func (m *clusterMetrics) forget(key client.ObjectKey) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	healthCheck.DeleteLabelValues(key.Name, key.Namespace)
+	connectionUp.DeleteLabelValues(key.Name, key.Namespace)
+	healthChecksTotal.DeleteLabelValues(key.Name, key.Namespace, statusSuccess)
+	healthChecksTotal.DeleteLabelValues(key.Name, key.Namespace, statusError)
+}
+
+// run sets connection_up from events until ctx is done or the pool
+// closes. Each event carries the cluster's state after it, so the last
+// one of a cluster (events coalesce) gives the gauge's value; a cluster
+// the pool already held when the subscription began is set from its
+// state first.
+func (m *clusterMetrics) run(ctx context.Context, events <-chan pool.Event[client.ObjectKey], p interface {
+	Keys() []client.ObjectKey
+	State(client.ObjectKey) pool.ClusterState
+}) {
+	for _, key := range p.Keys() {
+		if st := p.State(key); st.Connected || !st.LastProbe.IsZero() {
+			m.connection(key, st.Connected)
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			m.connection(ev.Key, ev.Connected)
+		}
+	}
+}
+
+// startTelemetry starts what Start runs besides the pool: the trace export
+// and the connection_up updates. The returned func waits for the latter
+// to end (ctx done or the pool closed), then flushes and stops the former.
+func (cc *clusterCache) startTelemetry(ctx context.Context) (stop func()) {
+	cc.traces.start(ctx, cc.log)
+	events := cc.pool.Subscribe(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		cc.metrics.run(ctx, events, cc.pool)
+	}()
+	return func() {
+		<-done
+		cc.traces.stop(cc.log)
+	}
+}
