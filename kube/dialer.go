@@ -78,27 +78,19 @@ func (d *Dialer) Dial(ctx context.Context, key client.ObjectKey) (*Cluster, erro
 	} else if cfg.UserAgent == "" { // else Go's "Go-http-client/2.0"
 		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
 	}
-	if !cfg.DisableCompression { // see watchGzip
-		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &watchGzip{next: rt} })
-	}
-	var g *reqguard.Guard
-	if !d.opts.Requests.Disable {
-		g = reqguard.New(d.opts.Requests.guardSettings(key, d.opts.RequestTimeout, &d.pool, d.metrics))
-		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &guardedTransport{next: rt, g: g} })
-	}
-	conns, rot, err := d.connections(key, cfg, srcCfg, rev)
+	l, err := d.transportChain(key, cfg, srcCfg, rev)
 	if err != nil {
 		return nil, err
 	}
-	c, err := d.build(ctx, key, cfg, conns, rot)
+	c, err := d.build(ctx, key, cfg, l.conns, l.rot)
 	if err != nil {
-		conns.CloseAll()
+		l.conns.CloseAll()
 		return nil, err
 	}
-	c.revision, c.guard, c.src, c.rot = rev, g, d.src, rot
+	c.revision, c.guard, c.src, c.rot = rev, l.guard, d.src, l.rot
 	cctx, stopCache := context.WithCancel(context.Background())
 	c.cancel = stopCache
-	if g != nil { // requests in flight end before the informers
+	if g := l.guard; g != nil { // requests in flight end before the informers
 		c.cancel = func() { g.Stop(); stopCache() }
 	}
 	go func() {
@@ -111,38 +103,11 @@ func (d *Dialer) Dial(ctx context.Context, key client.ObjectKey) (*Cluster, erro
 		c.Stop()
 		return nil, err
 	}
-	if g != nil {
-		g.Live() // from now on outcomes feed the breaker; the dial's own did
+	if l.guard != nil {
+		l.guard.Live() // from now on outcomes feed the breaker; the dial's own did
 	}
 	log.V(1).Info("connected", "revision", rev)
 	return c, nil
-}
-
-// connections makes every connection of cfg (the dial's copy of srcCfg,
-// the ConfigSource's config) go through the returned closer, so that Stop
-// closes them all; client-go's idle-connection closing misses one that a
-// stream still used at that moment and leaves it (and its HTTP/2 read
-// loop) to the transport's idle timeout. A Dial of its own also keeps the
-// transport out of client-go's process-wide TLS cache, where clusters with
-// the same credentials would share one.
-//
-// A config whose credentials can rotate in place (a revision, and see
-// rotatable) gets a rotator as its Transport, which holds the credentials
-// and a connrotation.Dialer per set of them; any other config gets a
-// connrotation.Dialer as its Dial, and is re-dialed when its Secret
-// changes.
-func (d *Dialer) connections(key client.ObjectKey, cfg, srcCfg *rest.Config, rev string) (connCloser, *rotator, error) {
-	if rev != "" && rotatable(srcCfg) {
-		rot, err := newRotator(key, d.src, srcCfg, rev, d.opts.RequestTimeout)
-		if err != nil {
-			return nil, nil, fmt.Errorf("kube: transport for cluster %s: %w", key, err)
-		}
-		rot.install(cfg)
-		return rot, rot, nil
-	}
-	conns := connrotation.NewDialer(baseDial(cfg.Dial))
-	cfg.Dial = conns.DialContext
-	return conns, nil, nil
 }
 
 // build reaches the cluster and builds its clients and cache (not started):

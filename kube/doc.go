@@ -2,8 +2,7 @@
 // controller imports: a dialer that builds ready controller-runtime clients
 // for workload clusters, a shared health prober, a reconcile trigger
 // (source.Source) fed by the pool's events, a watcher that picks up rotated
-// kubeconfig Secrets (switching a connected cluster to new credentials in
-// place when nothing else changed; see SecretWatcher), an admission controller that decides from the Cluster
+// kubeconfig Secrets, an admission controller that decides from the Cluster
 // objects which clusters the pool may dial (and removes deleted ones), and a
 // requeue helper.
 //
@@ -25,4 +24,66 @@
 //
 // Constructor errors match ErrInvalidOptions and name the field; error
 // strings start with "kube:".
+//
+// # Who does what
+//
+//   - Dialer (dialer.go, chain.go, incluster.go, initialsync.go): reads a
+//     ConfigSource, builds the cluster's transport chain (transportChain
+//     states its order), checks /readyz, builds a Cluster and warms its
+//     cache. NewPool makes a pool.Pool dial with it.
+//   - Cluster (cluster.go, readtimeout.go): one dialed cluster's clients,
+//     cache and HTTP client; Stop ends them and closes every connection.
+//   - ConfigSource, SecretSource, KubeconfigPolicy (config.go,
+//     kubeconfig_policy.go): where configs come from, and what a kubeconfig
+//     may hold.
+//   - guardedTransport, classTransport (transport.go, requests.go): each
+//     request through the cluster's reqguard.Guard (bulkhead, first-byte
+//     deadline, passive health).
+//   - watchGzip (watchgzip.go): compressed watches decompressed member by
+//     member.
+//   - rotator, generation, decide (rotator.go, generation.go,
+//     credentials.go): credentials that change in place.
+//   - SecretWatcher (secrets.go): changed kubeconfig Secrets, acted on from
+//     one goroutine: rotate in place, or the pool's Redial or Connect.
+//   - Prober (probe.go), Admission (admission.go), Source (source.go),
+//     Requeue (requeue.go): health probes, which clusters may be dialed,
+//     reconcile triggers, reconcile results.
+//   - discoveryMapper, mapperTable (mapper.go, mapper_table.go): each
+//     cluster's RESTMapper, one mapping shared per distinct discovery.
+//
+// # Locks
+//
+// Every lock is a leaf: while one is held, kube takes no other lock of its
+// own or of the pool, does no network I/O and runs no user code (the pool,
+// a ConfigSource, Admit and the Secret's parsing are called after the
+// unlock). Each is held for a few map or field operations:
+//
+//  1. SecretWatcher.mu: the pending Secrets and those kept while a dial runs.
+//  2. Admission.mu: the admitted keys.
+//  3. admissionNames.Mutex: the default controller names handed out.
+//  4. rotator.mu: the live generations, their links' users, the TLS
+//     settings, stopped.
+//  5. generation.mu: a generation's phase changes, open streams and timer.
+//  6. gzipMembers.mu: whether a Read runs and whether Close came; the
+//     body is read without it.
+//  7. mapperTable.mu: the shared mappings by digest.
+//
+// Two singleflights stand where a lock would be held across a request:
+// discoveryMapper.loads (one discovery read per mapping it replaces) and
+// rotator.flight (one ConfigSource read for the 401s of a generation).
+// generation.close takes generation.mu, releases it, then takes rotator.mu
+// (release).
+//
+// # Rotation
+//
+// Modelled on client-go's exec authenticator. A changed config goes through
+// decide: nothing; refused (ErrCredentialsRefused: the cluster keeps its
+// credentials); re-dial (anything but the credentials changed: the pool's
+// Redial); or in place: the rotator swaps its current generation. A token
+// change is a header swap on the same link (transport and connections); a
+// certificate change gets a new link. A retired generation's requests end
+// on the old credentials; once they have (after RequestTimeout at the
+// latest: then they are canceled), its watches end with io.EOF and
+// re-watch from their resourceVersion, and a link no generation uses
+// closes its connections. Its one timer stops when it closes.
 package kube

@@ -4,8 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 	"sync/atomic"
+
+	"golang.org/x/sync/singleflight"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -25,10 +26,11 @@ type discoveryMapper struct {
 	table *mapperTable
 	cfg   *rest.Config
 	hc    *http.Client
-	// mu makes loads one at a time; cur is the mapping in use (nil before
-	// the first lookup).
-	mu  sync.Mutex
-	cur atomic.Pointer[mapping]
+	// cur is the mapping in use (nil before the first lookup); loads is
+	// a singleflight by the mapping a load replaces, so that no lock is
+	// held across discovery.
+	cur   atomic.Pointer[mapping]
+	loads singleflight.Group
 }
 
 var _ meta.RESTMapper = (*discoveryMapper)(nil)
@@ -67,20 +69,27 @@ func (m *discoveryMapper) current() (*mapping, error) {
 }
 
 // load reads the cluster's discovery and makes its mapping m's, unless
-// another lookup replaced seen (the mapping the caller used) meanwhile:
-// then it returns that one.
+// another load replaced seen (the mapping the caller used) meanwhile: then
+// it returns that one. Callers that saw the same mapping share one read
+// (a singleflight keyed by seen).
 func (m *discoveryMapper) load(seen *mapping) (*mapping, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if s := m.cur.Load(); s != seen {
+	v, err, _ := m.loads.Do(fmt.Sprintf("%p", seen), func() (any, error) {
+		if s := m.cur.Load(); s != seen {
+			return s, nil
+		}
+		s, err := m.discover()
+		if err != nil {
+			return nil, err
+		}
+		if !m.cur.CompareAndSwap(seen, s) {
+			return m.cur.Load(), nil
+		}
 		return s, nil
-	}
-	s, err := m.discover()
+	})
 	if err != nil {
 		return nil, err
 	}
-	m.cur.Store(s)
-	return s, nil
+	return v.(*mapping), nil
 }
 
 // discover reads the cluster's discovery (GET /api and /apis, aggregated)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -18,20 +19,22 @@ import (
 )
 
 // rotator is the base RoundTripper of a Cluster whose credentials rotate
-// in place (see rotatable): the REST config's Transport, below client-go's
-// wrappers and the cluster's guard. It sends every request through the
-// current generation: one set of credentials, with its own http.Transport
-// and its own connections.
+// in place (see rotatable): the REST config's Transport, at the bottom of
+// the cluster's transport chain (see transportChain). Like client-go's exec
+// authenticator, it holds the credentials in use in one pointer, cur, that
+// a rotation swaps: every request starts on the current generation.
 //
-// Invariants: a generation's credentials never change; a new request
-// always starts on the current generation; a retired generation takes no
-// new request; once its last non-streaming request in flight has ended
-// (and its youngest watch is minStreamAge old), or after grace at the
-// latest, its watches and streams end with io.EOF (informers then watch
-// again on the current generation from their resourceVersion: no relist)
-// and its connections are all closed. So nothing authenticated with old
-// credentials outlives a rotation by more than grace, and no request fails
-// because of it. The ConfigSource is never called under mu.
+// A generation is one revision's bearer token on a link (a client
+// certificate's transport and connections). A token change is a header
+// swap: the new generation shares its link, no connection closes. A
+// certificate or CA change gives it a new link; the old link closes with
+// the last generation using it. A retired generation takes no request;
+// once its requests in flight have ended (its youngest watch minStreamAge
+// old), or after grace at the latest, its watches end with io.EOF
+// (informers watch again from their resourceVersion: no relist). So
+// nothing authenticated with old credentials outlives a rotation by more
+// than grace, and no request fails because of it. The ConfigSource is
+// never called under mu.
 type rotator struct {
 	key   client.ObjectKey
 	src   ConfigSource
@@ -42,27 +45,47 @@ type rotator struct {
 	flight singleflight.Group // one ConfigSource read at a time for 401s
 
 	mu      sync.Mutex
-	tls     rest.TLSClientConfig // TLS of every generation, without cert and key
+	tls     rest.TLSClientConfig // TLS of every link, without cert and key
 	live    map[*generation]struct{}
 	stopped bool
 }
 
 // newRotator returns the rotator of a cluster dialed with cfg (the
 // ConfigSource's rotatable config, as it returned it; only read) at
-// revision rev. A rotatable config has no Dial of its own: every
-// generation dials with client-go's default dialer.
+// revision rev. A rotatable config has no Dial of its own: every link
+// dials with client-go's default dialer.
 func newRotator(key client.ObjectKey, src ConfigSource, cfg *rest.Config, rev string, grace time.Duration) (*rotator, error) {
 	tls := cfg.TLSClientConfig
 	tls.CertData, tls.KeyData = nil, nil
 	r := &rotator{key: key, src: src, base: sansCredentials(cfg), grace: grace,
 		tls: tls, live: map[*generation]struct{}{}}
-	g, err := r.newGeneration(rev, cfg.BearerToken, cfg.CertData, cfg.KeyData)
+	g, err := r.next(nil, rev, cfg.BearerToken, cfg.CertData, cfg.KeyData)
 	if err != nil {
 		return nil, err
 	}
+	g.link.users++
 	r.live[g] = struct{}{}
 	r.cur.Store(g)
 	return r, nil
+}
+
+// next returns a generation of these credentials after old (nil: none),
+// on old's link if the TLS settings, client certificate and key included,
+// are old's.
+func (r *rotator) next(old *generation, rev, token string, cert, key []byte) (*generation, error) {
+	r.mu.Lock()
+	tlsc := r.tls
+	r.mu.Unlock()
+	tlsc.CertData, tlsc.KeyData = cert, key
+	g := &generation{rev: rev, token: token, onClosed: r.release, streams: map[*streamBody]time.Time{}}
+	g.ctx, g.cancel = context.WithCancelCause(context.Background())
+	if old != nil && reflect.DeepEqual(old.link.tls, tlsc) {
+		g.link = old.link
+		return g, nil
+	}
+	l, err := newLink(tlsc, r.base.DisableCompression)
+	g.link = l
+	return g, err
 }
 
 // install makes cfg send through r: no credentials, TLS or Dial of its
@@ -78,27 +101,32 @@ func (r *rotator) revision() string { return r.cur.Load().rev }
 // config in credentials only) and retires the previous generation.
 func (r *rotator) apply(cfg *rest.Config, rev string) (rotation, error) {
 	old := r.cur.Load()
-	g, err := r.newGeneration(rev, cfg.BearerToken, cfg.CertData, cfg.KeyData)
+	g, err := r.next(old, rev, cfg.BearerToken, cfg.CertData, cfg.KeyData)
 	if err != nil {
 		return rotationRefused, fmt.Errorf("%w: cluster %s: %w", ErrCredentialsRefused, r.key, err)
 	}
 	if !r.swap(old, g) {
-		g.close()
 		return rotationNone, nil // stopped, or another rotation won: it read the same or a newer Secret
 	}
 	old.retire(r.grace)
 	return rotationInPlace, nil
 }
 
-// swap makes g current if old still is and r is not stopped.
+// swap makes g current if old still is and r is not stopped; else it
+// closes g's link if g was to be its first user.
 func (r *rotator) swap(old, g *generation) bool {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.stopped || !r.cur.CompareAndSwap(old, g) {
-		return false
+	ok := !r.stopped && r.cur.CompareAndSwap(old, g)
+	if ok {
+		r.live[g] = struct{}{}
+		g.link.users++
 	}
-	r.live[g] = struct{}{}
-	return true
+	unused := g.link.users == 0
+	r.mu.Unlock()
+	if unused {
+		g.link.close()
+	}
+	return ok
 }
 
 // useCA switches every later connection to caFile (the in-cluster switch)
@@ -108,12 +136,11 @@ func (r *rotator) useCA(caFile string) error {
 	r.tls.CAData, r.tls.CAFile = nil, caFile
 	r.mu.Unlock()
 	old := r.cur.Load()
-	g, err := r.newGeneration(old.rev, old.token, old.cert, old.key)
+	g, err := r.next(old, old.rev, old.token, old.link.tls.CertData, old.link.tls.KeyData)
 	if err != nil {
 		return err
 	}
 	if !r.swap(old, g) {
-		g.close()
 		return errors.New("kube: cluster stopped during the in-cluster switch")
 	}
 	old.retire(0)
@@ -130,30 +157,37 @@ func (r *rotator) CloseAll() {
 	for _, g := range gens {
 		g.close()
 	}
-	r.cur.Load().conns.CloseAll() // the current one may still dial after close
+	r.cur.Load().link.close() // the current one may still dial after close
 }
 
-func (r *rotator) forget(g *generation) {
+// release forgets g, closed, and closes its link if g was its last user.
+func (r *rotator) release(g *generation) {
 	r.mu.Lock()
 	delete(r.live, g)
+	g.link.users--
+	last := g.link.users == 0
 	r.mu.Unlock()
+	if last {
+		g.link.close()
+	}
 }
 
 // restConfig returns a standalone copy of cfg (the cluster's config, which
 // sends through r) holding the current generation's TLS, token and dialer.
 func (r *rotator) restConfig(cfg *rest.Config) *rest.Config {
 	out := rest.CopyConfig(cfg)
-	own := r.cur.Load().fromConfig
-	out.Transport, out.TLSClientConfig, out.BearerToken, out.Dial = nil, own.TLSClientConfig, own.BearerToken, own.Dial
+	g := r.cur.Load()
+	out.Transport, out.TLSClientConfig, out.BearerToken, out.Dial = nil, g.link.tls, g.token, g.link.conns.DialContext
 	return out
 }
 
-// acquire returns the current generation with one more request in flight.
+// acquire returns the current generation with one more request in flight
+// (a generation is retired only once it is no longer current).
 func (r *rotator) acquire() *generation {
 	for {
 		g := r.cur.Load()
 		g.active.Add(1)
-		if !g.retired.Load() {
+		if g == r.cur.Load() {
 			return g
 		}
 		g.release()
@@ -167,24 +201,25 @@ func (r *rotator) acquire() *generation {
 // rotation does not fail the request.
 func (r *rotator) RoundTrip(req *http.Request) (*http.Response, error) {
 	g := r.acquire()
-	resp, err := g.send(req)
+	resp, done, err := g.send(req)
 	if err != nil || resp.StatusCode != http.StatusUnauthorized || !replayable(req) {
-		return g.finish(req, resp, err)
+		return g.finish(req, resp, done, err)
 	}
 	next := r.newerThan(req.Context(), g)
 	if next == nil {
-		return g.finish(req, resp, err)
+		return g.finish(req, resp, done, err)
 	}
 	retry, rerr := rewind(req)
 	if rerr != nil {
-		return g.finish(req, resp, err)
+		return g.finish(req, resp, done, err)
 	}
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
+	done()
 	g.release()
 	g = r.acquire()
-	resp, err = g.send(retry)
-	return g.finish(retry, resp, err)
+	resp, done, err = g.send(retry)
+	return g.finish(retry, resp, done, err)
 }
 
 // newerThan returns the current generation if it is newer than g, reading
@@ -245,4 +280,4 @@ func rewind(req *http.Request) (*http.Request, error) {
 
 // WrappedRoundTripper lets CloseIdleConnectionsFor reach the current
 // generation's transport.
-func (r *rotator) WrappedRoundTripper() http.RoundTripper { return r.cur.Load().rt }
+func (r *rotator) WrappedRoundTripper() http.RoundTripper { return r.cur.Load().link.rt }

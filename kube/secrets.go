@@ -37,11 +37,11 @@ import (
 //   - only the credentials changed (bearer token, client certificate and
 //     key; same server, CA, TLS server name, and every other field): the
 //     cluster switches to them in place (see rotatable and rotator). Its
-//     next requests use them, its informers go on without a relist (their
-//     watches re-establish from their resourceVersion on new connections),
-//     it stays connected (no Redial, no Disconnected event), and the
-//     connections opened with the old credentials are closed once their
-//     requests in flight have ended (after RequestTimeout at the latest);
+//     next requests use them (a new token on the same connections), its
+//     informers go on without a relist (their watches re-establish from
+//     their resourceVersion), it stays connected (no Redial, no
+//     Disconnected event), and what the old credentials opened ends once
+//     their requests in flight have (at RequestTimeout at the latest);
 //   - anything else changed, or the cluster's config cannot rotate in place
 //     (exec or auth-provider plugins, file references, a proxy, a
 //     ConfigSource's own transport or Dial): the pool replaces its client
