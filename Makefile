@@ -19,7 +19,7 @@ JAEGER_VERSION := v1.75.0
 export JAEGER_BIN := $(BIN)/jaeger-$(JAEGER_VERSION)
 DEMO_FLAGS  ?= -duration 60s -flap 20s
 
-.PHONY: all test test-newest adoption vet lint fmt bench bench-scale bench-mhc bench-rotation capi-conformance capi-conformance-adapter bench-scenarios bench-scenarios-realtime bench-peers bench-peers-smoke soak demo demo-replicas demo-herd bench-shard tools clean envtest-assets crds jaeger jaeger-bin trace-picture
+.PHONY: all test test-newest adoption chaos chaos-short vet lint fmt bench bench-scale bench-mhc bench-rotation capi-conformance capi-conformance-adapter bench-scenarios bench-scenarios-realtime bench-peers bench-peers-smoke soak demo demo-replicas demo-herd bench-shard tools clean envtest-assets crds jaeger jaeger-bin trace-picture
 
 all: lint test
 
@@ -219,6 +219,22 @@ ROTATION_FLAGS ?=
 bench-rotation: envtest-assets
 	@mkdir -p bench/peers/results
 	set -o pipefail; $(GO) run ./bench/peers/driver -rotation -clusters 30 -objects 5 $(ROTATION_FLAGS) -json bench/peers/results/rotation.json | tee bench/peers/results/rotation.md
+
+## chaos: an hour of overlapping faults (CHAOS_DURATION, default 60m; CHAOS_SEED, default 1)
+## on 100 Clusters over 4 workload apiservers behind fault proxies, with Cluster API v1.14.2's
+## MachineHealthCheck reconciler: the drop-in, then the stock ClusterCache, on the same
+## schedule (~2 × 65 min). Writes bench/peers/results/chaos.{md,json,png}; CHAOS_FLAGS adds
+## driver flags. chaos-short (.ci/run): 3 minutes, seed 1, the drop-in on 30 Clusters; fails
+## if anything is stuck, leaked, crossed or hung.
+CHAOS_SEED ?= 1
+CHAOS_DURATION ?= 60m
+chaos: envtest-assets
+	@mkdir -p bench/peers/results
+	set -o pipefail; $(GO) run ./bench/peers/driver -chaos -chaos-seed $(CHAOS_SEED) -chaos-duration $(CHAOS_DURATION) $(CHAOS_FLAGS) -json bench/peers/results/chaos.json | tee bench/peers/results/chaos.md
+	cd bench/peers/plot && $(GO) run . -chaos -in ../results/chaos.json -out ../results/chaos.png
+
+chaos-short: envtest-assets
+	$(GO) run ./bench/peers/driver -chaos-short
 
 ## capi-conformance: Cluster API v1.14.2's own envtest suites (every package that calls
 ## clustercache.SetupWithManager), stock and on clusterpool's drop-in, compared

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
@@ -30,6 +31,57 @@ type errorCounter struct {
 	kinds    map[string]int
 	byObject map[string]int
 	other    map[string]int
+	// successes, if not nil (trackSuccesses), holds when each
+	// MachineHealthCheck's last successful reconcile ended (-chaos).
+	successes map[string]time.Time
+}
+
+// reconcileSuccessful is what controller-runtime logs, at verbosity
+// successVerbosity, after a reconcile that returned no error.
+const (
+	reconcileSuccessful = "Reconcile successful"
+	successVerbosity    = 5
+)
+
+// trackSuccesses makes c keep when each MachineHealthCheck's last
+// successful reconcile ended (see successesSince).
+func (c *errorCounter) trackSuccesses() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.successes = map[string]time.Time{}
+}
+
+// tracking reports whether c tracks successes.
+func (c *errorCounter) tracking() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.successes != nil
+}
+
+// success records a successful reconcile of object now.
+func (c *errorCounter) success(controller, object string) {
+	if controller != machineHealthCheckController || object == "" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.successes != nil {
+		c.successes[object] = time.Now()
+	}
+}
+
+// successesSince returns, by MachineHealthCheck name, the last successful
+// reconcile of those reconciled successfully after since.
+func (c *errorCounter) successesSince(since time.Time) map[string]time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]time.Time{}
+	for k, t := range c.successes {
+		if t.After(since) {
+			out[k] = t
+		}
+	}
+	return out
 }
 
 func newErrorCounter() *errorCounter {
@@ -109,11 +161,19 @@ func (s *countingSink) Init(info logr.RuntimeInfo) {
 }
 
 func (s *countingSink) Enabled(level int) bool {
+	return s.passes(level) || (level == successVerbosity && s.c.tracking())
+}
+
+// passes reports whether the sink passes calls at level on.
+func (s *countingSink) passes(level int) bool {
 	return s.LogSink != nil && s.LogSink.Enabled(level)
 }
 
 func (s *countingSink) Info(level int, msg string, kv ...any) {
-	if s.LogSink != nil {
+	if level == successVerbosity && msg == reconcileSuccessful {
+		s.c.success(valueOf("controller", s.controller, kv), objectName(valueOf(objectKey, s.object, kv)))
+	}
+	if s.passes(level) {
 		s.LogSink.Info(level, msg, kv...)
 	}
 }

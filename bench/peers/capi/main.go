@@ -105,6 +105,11 @@ type figures struct {
 type plan struct {
 	Kubeconfig, Namespace, Cache string
 	Duration                     time.Duration
+	// Chaos: run until stdin closes, printing a chaosSample every Sample
+	// (see chaos.go); a call through the checked ClusterCache that takes
+	// longer than HungAfter is reported hung.
+	Chaos             bool
+	Sample, HungAfter time.Duration
 }
 
 // featureGatesUsage is -feature-gates' help.
@@ -129,11 +134,17 @@ func parseFlags(args []string) (plan, error) {
 	fs.StringVar(&p.Cache, "cache", "stock", "ClusterCache: stock (Cluster API v1.14.2's) or adapter (clusterpool's drop-in)")
 	fs.DurationVar(&p.Duration, "duration", time.Minute, "how long the controller runs")
 	fs.Func("feature-gates", featureGatesUsage, func(v string) error { return feature.MutableGates.Set(v) })
+	fs.BoolVar(&p.Chaos, "chaos", false, "chaos mode: run until stdin closes, print one JSON sample per -sample on stdout; a line \"full\" on stdin asks for one with the live heap and metric series")
+	fs.DurationVar(&p.Sample, "sample", time.Second, "chaos mode: time between samples")
+	fs.DurationVar(&p.HungAfter, "hung-after", 15*time.Second, "chaos mode: a call through the ClusterCache or its clients that takes longer is reported hung")
 	if err := fs.Parse(args); err != nil {
 		return p, err
 	}
 	if p.Kubeconfig == "" || p.Duration <= 0 || (p.Cache != "stock" && p.Cache != "adapter") {
 		return p, errors.New("want -kubeconfig, a positive -duration and -cache stock or adapter")
+	}
+	if p.Chaos && (p.Sample <= 0 || p.HungAfter <= 0) {
+		return p, errors.New("-chaos wants a positive -sample and -hung-after")
 	}
 	return p, nil
 }
@@ -161,13 +172,17 @@ func run(ctx context.Context, p plan, out io.Writer) error {
 	ctrl.SetLogger(log)
 	klog.SetLogger(log)
 
+	if p.Chaos {
+		counter.trackSuccesses()
+		return runChaos(ctx, p, counter, os.Stdin, out)
+	}
 	mgr, err := newManager(p)
 	if err != nil {
 		return err
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if err := setupControllers(runCtx, mgr, setupFor(p.Cache)); err != nil {
+	if _, err := setupControllers(runCtx, mgr, setupFor(p.Cache), nil); err != nil {
 		return err
 	}
 	start := time.Now()
@@ -243,16 +258,19 @@ func newManager(p plan) (manager.Manager, error) {
 // ByMachineProviderID; its MachinePool and ClusterClass indexes need CRDs
 // this fleet does not have), the ClusterCache as core/main.go sets it up
 // (lines 440-455) and the reconciler (lines 730-736).
-func setupControllers(ctx context.Context, mgr manager.Manager, setupCache setupFunc) error {
+//
+// wrap, if not nil, wraps the ClusterCache the reconciler gets (-chaos
+// checks what it reads); setupControllers returns the unwrapped one.
+func setupControllers(ctx context.Context, mgr manager.Manager, setupCache setupFunc, wrap func(clustercache.ClusterCache) clustercache.ClusterCache) (clustercache.ClusterCache, error) {
 	if err := index.ByMachineNode(ctx, mgr); err != nil {
-		return fmt.Errorf("machine node index: %w", err)
+		return nil, fmt.Errorf("machine node index: %w", err)
 	}
 	if err := index.ByMachineProviderID(ctx, mgr); err != nil {
-		return fmt.Errorf("machine provider ID index: %w", err)
+		return nil, fmt.Errorf("machine provider ID index: %w", err)
 	}
 	secrets, err := setup.CreateSecretCachingClient(mgr)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cc, err := setupCache(ctx, mgr, clustercache.Options{
 		SecretClient: secrets,
@@ -260,10 +278,14 @@ func setupControllers(ctx context.Context, mgr manager.Manager, setupCache setup
 		Client:       setup.ClusterCacheClientOptions(controllerName, clusterCacheQPS, clusterCacheBurst),
 	}, controller.Options{MaxConcurrentReconciles: clusterCacheConcurrency})
 	if err != nil {
-		return fmt.Errorf("setting up the ClusterCache: %w", err)
+		return nil, fmt.Errorf("setting up the ClusterCache: %w", err)
 	}
-	return (&machinehealthcheck.Reconciler{
+	forReconciler := cc
+	if wrap != nil {
+		forReconciler = wrap(cc)
+	}
+	return cc, (&machinehealthcheck.Reconciler{
 		Client:       mgr.GetClient(),
-		ClusterCache: cc,
+		ClusterCache: forReconciler,
 	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: machineHealthCheckConcurrency})
 }

@@ -36,6 +36,7 @@ type options struct {
 	scaleFrom  string
 	rotation   rotationOptions
 	mhc        mhcOptions
+	chaos      chaosOptions
 }
 
 // report is the JSON written with -json (read by bench/peers/plot).
@@ -98,6 +99,7 @@ func parseFlags(args []string) (options, error) {
 	sizes := scaleFlags(fs, &o.scaleRun)
 	rotationFlags(fs, &o.rotation)
 	mhcFlags(fs, &o.mhc)
+	chaosFlags(fs, &o.chaos)
 	fs.StringVar(&o.scaleFrom, "scale-from", "", "run no peer: redo the fits and tables of a scale run's -json file")
 	fs.BoolVar(&o.smoke, "smoke", false, "the make test smoke: 4 clusters on 1 apiserver, 3 objects, the dead scenario for 10 s; fails unless every peer reconciled")
 	if err := fs.Parse(args); err != nil {
@@ -114,6 +116,9 @@ func parseFlags(args []string) (options, error) {
 	if err := o.rotation.defaults(fs, &o.strategies); err != nil {
 		return o, err
 	}
+	if err := o.chaosDefaults(fs); err != nil {
+		return o, err
+	}
 	if o.run, err = regexp.Compile(runExpr); err != nil {
 		return o, fmt.Errorf("-run: %w", err)
 	}
@@ -128,14 +133,8 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if o.modelFrom != "" {
-		return remodel(ctx, o, out)
-	}
-	if o.scaleFrom != "" {
-		return rescale(o, out)
-	}
-	if o.mhc.On {
-		return runMHC(ctx, o, root, out)
+	if mode := o.managerMode(); mode != nil {
+		return mode(ctx, o, root, out)
 	}
 	bins, err := buildPeers(ctx, root, o)
 	if err != nil {
@@ -175,6 +174,23 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	}
 	if o.smoke {
 		return smokeCheck(rep.Results, len(o.strategies))
+	}
+	return nil
+}
+
+// managerMode is the run o asks for that builds no workload peer (the
+// model check or scale tables of a file, the MachineHealthCheck and
+// chaos runs), or nil.
+func (o options) managerMode() func(context.Context, options, string, io.Writer) error {
+	switch {
+	case o.modelFrom != "":
+		return func(ctx context.Context, o options, _ string, out io.Writer) error { return remodel(ctx, o, out) }
+	case o.scaleFrom != "":
+		return func(_ context.Context, o options, _ string, out io.Writer) error { return rescale(o, out) }
+	case o.mhc.On:
+		return runMHC
+	case o.chaos.On:
+		return runChaosMode
 	}
 	return nil
 }

@@ -2,12 +2,15 @@
 // bench-peers driver writes (-json): healthy reconciles per second and
 // reconcile p99 over time, one line per real peer, in the dead and the
 // flapping scenarios; with -scale, results/scale.png from a scale run
-// (make bench-scale): each figure over the fleet size, one line per peer.
+// (make bench-scale): each figure over the fleet size, one line per peer;
+// with -chaos, results/chaos.png from a chaos run (make chaos): Clusters
+// connected over time per ClusterCache, and the faults.
 // It is a module of its own so that gonum plot stays out of the library's
 // dependencies.
 //
 //	go run . -in ../results/peers.json -out ../results/peers.png
 //	go run . -scale -in ../results/scale.json -out ../results/scale.png
+//	go run . -chaos -in ../results/chaos.json -out ../results/chaos.png
 package main
 
 import (
@@ -65,10 +68,14 @@ func main() {
 	in := flag.String("in", "../results/peers.json", "the driver's -json output")
 	out := flag.String("out", "../results/peers.png", "PNG to write")
 	scale := flag.Bool("scale", false, "the input is a scale run's (make bench-scale): draw each figure over the fleet size")
+	chaos := flag.Bool("chaos", false, "the input is a chaos run's (make chaos): Clusters connected over time, and the faults")
 	flag.Parse()
 	plotFn := run
-	if *scale {
+	switch {
+	case *scale:
 		plotFn = runScale
+	case *chaos:
+		plotFn = runChaos
 	}
 	if err := plotFn(*in, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "plot:", err)

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// The chaos fleet's marks (bench/peers/driver's chaos run sets them): each
+// Node carries its Cluster's name and incarnation (the how-manieth Cluster
+// of that name), each Cluster its incarnation.
+const (
+	chaosClusterLabel = "chaos.clusterpool.dev/cluster"
+	chaosIncarnation  = "chaos.clusterpool.dev/incarnation"
+)
+
+// crossing is a Node read through a cluster's client that is not that
+// cluster's: another cluster's, or an earlier incarnation's of the same
+// name (a client that outlived its Cluster).
+type crossing struct {
+	Cluster            string `json:"cluster"`
+	Node               string `json:"node"`
+	NodeCluster        string `json:"node_cluster"`
+	NodeIncarnation    string `json:"node_incarnation"`
+	ClusterIncarnation string `json:"cluster_incarnation"`
+	UnixMs             int64  `json:"t"`
+}
+
+// hungCall is a call through the checked ClusterCache or its clients that
+// took longer than -hung-after (Ended) or was still running after it.
+type hungCall struct {
+	Op          string  `json:"op"`
+	Cluster     string  `json:"cluster"`
+	StartUnixMs int64   `json:"start"`
+	Seconds     float64 `json:"s"`
+	Ended       bool    `json:"ended"`
+}
+
+// call is a call in flight.
+type call struct {
+	op, cluster string
+	start       time.Time
+	reported    bool
+}
+
+// checks times the reconciler's calls through the ClusterCache and its
+// clients, and checks the Nodes they read.
+type checks struct {
+	mgmt      client.Reader // the manager's cached client: the Clusters
+	hungAfter time.Duration
+
+	mu       sync.Mutex
+	next     uint64
+	inflight map[uint64]*call
+	crossed  []crossing
+	hung     []hungCall
+}
+
+func newChecks(mgmt client.Reader, hungAfter time.Duration) *checks {
+	return &checks{mgmt: mgmt, hungAfter: hungAfter, inflight: map[uint64]*call{}}
+}
+
+// begin registers a call; end ends it.
+func (k *checks) begin(op string, cluster client.ObjectKey) uint64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.next++
+	k.inflight[k.next] = &call{op: op, cluster: cluster.Name, start: time.Now()}
+	return k.next
+}
+
+func (k *checks) end(id uint64) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	c := k.inflight[id]
+	delete(k.inflight, id)
+	if d := time.Since(c.start); d > k.hungAfter && !c.reported {
+		k.hung = append(k.hung, hungCall{Op: c.op, Cluster: c.cluster, StartUnixMs: c.start.UnixMilli(), Seconds: d.Seconds(), Ended: true})
+	}
+}
+
+// scan reports the calls running for longer than hungAfter, once each.
+func (k *checks) scan() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, c := range k.inflight {
+		if d := time.Since(c.start); d > k.hungAfter && !c.reported {
+			c.reported = true
+			k.hung = append(k.hung, hungCall{Op: c.op, Cluster: c.cluster, StartUnixMs: c.start.UnixMilli(), Seconds: d.Seconds()})
+		}
+	}
+}
+
+// take returns and forgets the crossings and hung calls found so far.
+func (k *checks) take() ([]crossing, []hungCall) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	c, h := k.crossed, k.hung
+	k.crossed, k.hung = nil, nil
+	return c, h
+}
+
+// checkNode records a crossing if n, read through cluster's client, is
+// marked as another cluster's, or as an earlier incarnation's than the
+// Cluster the manager's cache holds now.
+func (k *checks) checkNode(ctx context.Context, cluster client.ObjectKey, n *corev1.Node) {
+	owner, ok := n.Labels[chaosClusterLabel]
+	if !ok {
+		return
+	}
+	var c clusterv1.Cluster
+	if err := k.mgmt.Get(ctx, cluster, &c); err != nil {
+		return
+	}
+	want, got := c.Annotations[chaosIncarnation], n.Labels[chaosIncarnation]
+	if owner == cluster.Name && !older(got, want) {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.crossed = append(k.crossed, crossing{Cluster: cluster.Name, Node: n.Name, NodeCluster: owner,
+		NodeIncarnation: got, ClusterIncarnation: want, UnixMs: time.Now().UnixMilli()})
+}
+
+// older reports whether incarnation a is older than b (both numbers).
+func older(a, b string) bool {
+	x, errA := strconv.Atoi(a)
+	y, errB := strconv.Atoi(b)
+	return errA == nil && errB == nil && x < y
+}
+
+// checkedCache is the ClusterCache the reconciler gets in -chaos: its
+// GetClient is timed and returns a checkedClient.
+type checkedCache struct {
+	clustercache.ClusterCache
+	k *checks
+}
+
+// GetClient is the ClusterCache's, timed; its client is checked.
+func (c *checkedCache) GetClient(ctx context.Context, cluster client.ObjectKey) (client.Client, error) {
+	id := c.k.begin("GetClient", cluster)
+	cl, err := c.ClusterCache.GetClient(ctx, cluster)
+	c.k.end(id)
+	if err != nil {
+		return nil, err
+	}
+	return &checkedClient{Client: cl, k: c.k, cluster: cluster}, nil
+}
+
+// checkedClient times Get and List, and checks the Nodes Get reads.
+type checkedClient struct {
+	client.Client
+	k       *checks
+	cluster client.ObjectKey
+}
+
+// Get is the client's, timed; a Node read is checked.
+func (c *checkedClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	id := c.k.begin("Get", c.cluster)
+	err := c.Client.Get(ctx, key, obj, opts...)
+	c.k.end(id)
+	if n, ok := obj.(*corev1.Node); ok && err == nil {
+		c.k.checkNode(ctx, c.cluster, n)
+	}
+	return err
+}
+
+// List is the client's, timed.
+func (c *checkedClient) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	id := c.k.begin("List", c.cluster)
+	defer c.k.end(id)
+	return c.Client.List(ctx, list, opts...)
+}

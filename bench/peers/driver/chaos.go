@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/clusterpool/clusterpool/breaker"
+)
+
+// chaosOptions are the flags of the chaos run (make chaos, make
+// chaos-short): Cluster API v1.14.2's MachineHealthCheck reconciler
+// (bench/peers/capi -chaos) on each ClusterCache in turn, each on a fresh
+// fleet, under one seeded schedule of overlapping faults.
+type chaosOptions struct {
+	On       bool          `json:"-"`
+	Short    bool          `json:"short"`
+	Seed     uint64        `json:"seed"`
+	Duration time.Duration `json:"duration_ns"`
+	Caches   []string      `json:"caches"`
+	Machines int           `json:"machines_per_cluster"`
+	// Warmup bounds the wait for every Cluster connected and reconciled
+	// before the baseline; Settle is how long after the last fault every
+	// live Cluster has to be connected (and deleted ones gone).
+	Warmup time.Duration `json:"warmup_ns"`
+	Settle time.Duration `json:"settle_ns"`
+	// Steady: from then until the baseline (the process settles).
+	Steady time.Duration `json:"steady_ns"`
+	From   string        `json:"-"`
+	Gates  string        `json:"feature_gates,omitempty"`
+}
+
+// chaosFlags defines the chaos run's flags on fs, into co. CHAOS_SEED and
+// CHAOS_DURATION set the defaults of -chaos-seed and -chaos-duration.
+func chaosFlags(fs *flag.FlagSet, co *chaosOptions) {
+	seed, dur := uint64(1), 60*time.Minute
+	if v, err := strconv.ParseUint(os.Getenv("CHAOS_SEED"), 10, 64); err == nil {
+		seed = v
+	}
+	if v, err := time.ParseDuration(os.Getenv("CHAOS_DURATION")); err == nil {
+		dur = v
+	}
+	fs.BoolVar(&co.On, "chaos", false, "chaos run (make chaos): overlapping faults on the MachineHealthCheck fleet, the drop-in then the stock ClusterCache; tables per fault class and the stuck, leaked, crossed and hung verdicts")
+	fs.BoolVar(&co.Short, "chaos-short", false, "the CI chaos run (make chaos-short): 3 minutes, seed 1, the drop-in only, 30 Clusters on 3 apiservers; exits non-zero if anything is stuck, leaked, crossed or hung")
+	fs.Uint64Var(&co.Seed, "chaos-seed", seed, "chaos run: the schedule's seed (default $CHAOS_SEED or 1)")
+	fs.DurationVar(&co.Duration, "chaos-duration", dur, "chaos run: how long faults start (default $CHAOS_DURATION or 60m)")
+	fs.IntVar(&co.Machines, "chaos-machines", 3, "chaos run: Machines (and Nodes) per Cluster")
+	fs.DurationVar(&co.Warmup, "chaos-warmup", 5*time.Minute, "chaos run: bound of the wait for every Cluster connected and reconciled before the first fault")
+	fs.DurationVar(&co.Settle, "chaos-settle", 60*time.Second, "chaos run: after the last fault, every live Cluster must be connected within this")
+	fs.DurationVar(&co.Steady, "chaos-steady", 30*time.Second, "chaos run: from every Cluster connected and reconciled until the baseline")
+	fs.StringVar(&co.Gates, "chaos-feature-gates", "", "chaos run: Cluster API feature gates of the peer")
+	fs.Func("chaos-from", "run nothing: print the -json file of a chaos run again", func(v string) error {
+		co.On, co.From = true, v
+		return nil
+	})
+	fs.Func("chaos-caches", "chaos run: ClusterCaches to run, in order (default adapter,stock)", func(v string) error {
+		co.Caches = strings.Split(v, ",")
+		for _, c := range co.Caches {
+			if c != "stock" && c != "adapter" {
+				return fmt.Errorf("unknown cache %q (stock, adapter)", c)
+			}
+		}
+		return nil
+	})
+}
+
+// chaosDefaults applies -chaos-short and the chaos run's fleet defaults
+// (100 Clusters on 4 apiservers unless -clusters or -apiservers say).
+func (o *options) chaosDefaults(fs *flag.FlagSet) error {
+	co := &o.chaos
+	if co.Short {
+		co.On, co.Seed, co.Duration, co.Caches, co.Machines = true, 1, 3*time.Minute, []string{"adapter"}, 2
+		o.cfg.Clusters, o.apiservers = 30, 3
+	}
+	if !co.On {
+		return nil
+	}
+	if !co.Short && !flagSet(fs, "clusters") {
+		o.cfg.Clusters = 100
+	}
+	if !co.Short && !flagSet(fs, "apiservers") {
+		o.apiservers = 4
+	}
+	if len(co.Caches) == 0 {
+		co.Caches = []string{"adapter", "stock"}
+	}
+	if co.Duration <= 0 || co.Machines < 1 || co.Warmup <= 0 || co.Settle <= 0 || co.Steady < 0 {
+		return errors.New("-chaos: want a positive -chaos-duration, -chaos-warmup, -chaos-settle and -chaos-machines")
+	}
+	return nil
+}
+
+// Timings the bounds derive from. The drop-in's: breaker's longest open
+// period and clusterapi/clustercache's ProbeInterval (10 s; another
+// module). The stock ClusterCache's (v1.14.2 defaults): a connected
+// cluster is dropped after 5 failed probes 10 s apart (5 s timeout), a
+// failed connect retried after 30 s. Both: the MachineHealthCheck
+// reconciler's rate limit (15 s, ReconcilerRateLimiting) and the driver's
+// poke of the MachineHealthChecks waiting for a reconcile.
+const (
+	dropInProbeInterval  = 10 * time.Second
+	stockProbeInterval   = 10 * time.Second
+	stockProbeFailures   = 5
+	stockRetryInterval   = 30 * time.Second
+	reconcileRateLimit   = 15 * time.Second
+	pokeEvery            = 5 * time.Second
+	measurementLatency   = reconcileRateLimit + pokeEvery
+	chaosHungAfter       = 15 * time.Second // Client.Timeout (10 s) + 5 s
+	chaosSampleEvery     = time.Second
+	chaosBaselineSamples = 3
+)
+
+// chaosBound is a cache's stated bound on time back, with how it is
+// derived.
+type chaosBound struct {
+	Seconds float64 `json:"seconds"`
+	Derived string  `json:"derived"`
+}
+
+// boundFor states cache's bound.
+func boundFor(cache string) chaosBound {
+	if cache == "adapter" {
+		d := breaker.DefaultMaxOpenTimeout + 2*dropInProbeInterval + measurementLatency
+		return chaosBound{Seconds: d.Seconds(), Derived: fmt.Sprintf("longest open period %s + 2 probe intervals of %s + the reconciler's rate limit %s + the poke period %s",
+			breaker.DefaultMaxOpenTimeout, dropInProbeInterval, reconcileRateLimit, pokeEvery)}
+	}
+	d := stockProbeFailures*stockProbeInterval + stockRetryInterval + measurementLatency
+	return chaosBound{Seconds: d.Seconds(), Derived: fmt.Sprintf("%d failed probes %s apart + the connect retry %s + the reconciler's rate limit %s + the poke period %s",
+		stockProbeFailures, stockProbeInterval, stockRetryInterval, reconcileRateLimit, pokeEvery)}
+}
+
+// chaosReport is the -json output of a chaos run.
+type chaosReport struct {
+	Date       string        `json:"date"`
+	Machine    string        `json:"machine"`
+	Clusters   int           `json:"clusters"`
+	APIServers int           `json:"workload_apiservers"`
+	Options    chaosOptions  `json:"options"`
+	Schedule   []fault       `json:"schedule"`
+	Results    []chaosResult `json:"results"`
+	Wall       float64       `json:"wall_s"`
+}
+
+// runChaosMode is the -chaos run.
+func runChaosMode(ctx context.Context, o options, root string, out io.Writer) error {
+	co := o.chaos
+	if co.From != "" {
+		var rep chaosReport
+		if err := readJSON(co.From, &rep); err != nil {
+			return err
+		}
+		return writeChaos(out, rep)
+	}
+	bin, err := buildPeer(ctx, root, "capi")
+	if err != nil {
+		return err
+	}
+	capiDir, err := moduleDir(ctx, capiModule)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	rep := chaosReport{Date: start.UTC().Format(time.RFC3339), Machine: machine(), Clusters: o.cfg.Clusters, APIServers: o.apiservers,
+		Options: co, Schedule: chaosSchedule(co.Seed, o.cfg.Clusters, o.apiservers, co.Duration)}
+	for _, cache := range co.Caches {
+		b := boundFor(cache)
+		fmt.Fprintf(os.Stderr, "bench-chaos: %s ClusterCache, %d faults over %s (seed %d); bound on time back %.0f s: %s\n",
+			cache, len(rep.Schedule), co.Duration, co.Seed, b.Seconds, b.Derived)
+		res, err := runChaosCache(ctx, chaosSetup{o: o, root: root, bin: bin, capiDir: capiDir, cache: cache, schedule: rep.Schedule})
+		if err == nil {
+			err = ctx.Err() // interrupted: the run is not whole
+		}
+		if err != nil {
+			return err
+		}
+		rep.Results = append(rep.Results, res)
+	}
+	rep.Wall = time.Since(start).Seconds()
+	if err := writeChaos(out, rep); err != nil {
+		return err
+	}
+	if err := writeJSON(o.jsonOut, rep); err != nil {
+		return err
+	}
+	if co.Short {
+		return shortVerdict(rep)
+	}
+	return nil
+}
+
+// shortVerdict fails if any run has anything stuck, leaked, crossed or
+// hung (what load cannot bend; time back is not judged).
+func shortVerdict(rep chaosReport) error {
+	var errs []error
+	for _, r := range rep.Results {
+		for _, v := range r.Verdicts.violations() {
+			errs = append(errs, fmt.Errorf("%s: %s", r.Cache, v))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("chaos-short: %w", errors.Join(errs...))
+	}
+	return nil
+}

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"math"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestChaosProtocolMatchesPeer checks that the driver decodes every JSON
+// field of the capi peer's -chaos samples, by the same names.
+func TestChaosProtocolMatchesPeer(t *testing.T) {
+	for _, tc := range []struct {
+		file, peerType string
+		driver         reflect.Type
+	}{
+		{"bench/peers/capi/chaos.go", "chaosSample", reflect.TypeFor[chaosSample]()},
+		{"bench/peers/capi/chaoscheck.go", "crossing", reflect.TypeFor[chaosCrossing]()},
+		{"bench/peers/capi/chaoscheck.go", "hungCall", reflect.TypeFor[chaosHung]()},
+	} {
+		want := jsonNames(t, tc.file)[tc.peerType]
+		var got []string
+		for f := range tc.driver.Fields() {
+			got = append(got, f.Tag.Get("json"))
+		}
+		if len(want) == 0 || !slices.Equal(got, want) {
+			t.Errorf("%s: driver decodes %v, capi writes %v", tc.peerType, got, want)
+		}
+	}
+}
+
+// The schedule depends on its inputs only, keeps its spacing, never gives
+// a target two faults of its kind at once, draws every class, and kills
+// the manager once.
+func TestChaosScheduleIsSeededAndExclusive(t *testing.T) {
+	const m, k, d = 30, 3, 10 * time.Minute
+	s := chaosSchedule(7, m, k, d)
+	if !slices.Equal(s, chaosSchedule(7, m, k, d)) {
+		t.Fatal("same seed, different schedules")
+	}
+	if slices.Equal(s, chaosSchedule(8, m, k, d)) {
+		t.Fatal("another seed, the same schedule")
+	}
+	checkExclusive(t, s, m, d)
+	for _, c := range chaosClasses {
+		if n := count(s, c.Name); n < 2 {
+			t.Errorf("class %s drawn %d times in %s, want every class at least twice", c.Name, n, d)
+		}
+	}
+	if n := count(s, faultManagerKill); n != 1 {
+		t.Fatalf("%d manager kills, want 1", n)
+	}
+	if n := len(s); n < int(d/(20*time.Second)) || n > int(d/(10*time.Second))+2 {
+		t.Fatalf("%d faults in %s, want one every 10-20 s", n, d)
+	}
+}
+
+// checkExclusive fails unless s is ordered within d, added Clusters are
+// numbered from m, and no target has two faults of its kind at once.
+func checkExclusive(t *testing.T, s []fault, m int, d time.Duration) {
+	t.Helper()
+	added := m
+	busy := map[[2]int]time.Duration{}
+	var prev time.Duration
+	for i, f := range s {
+		if f.ID != i || f.At < prev || f.At >= d {
+			t.Fatalf("fault %d: %+v out of order or out of the window", i, f)
+		}
+		prev = f.At
+		switch kind, _ := targetKind(f.Class, 0, 0); {
+		case f.Class == faultManagerKill:
+		case f.Class == faultAdd:
+			if f.Target != added {
+				t.Fatalf("added Cluster %d, want %d", f.Target, added)
+			}
+			added++
+		default:
+			key := [2]int{kind, max(f.Target, 0)}
+			if busy[key] > f.At {
+				t.Fatalf("fault %+v starts while its target is busy until %s", f, busy[key])
+			}
+			busy[key] = f.end()
+		}
+	}
+}
+
+func count(s []fault, class string) int {
+	n := 0
+	for _, f := range s {
+		if f.Class == class {
+			n++
+		}
+	}
+	return n
+}
+
+// Time back runs from the end of the faults overlapping on a cluster to
+// its next successful reconcile; a fault starting before that interrupts
+// the sample.
+func TestTimeBack(t *testing.T) {
+	ev := func(id int, class string, start, end float64, clusters ...string) faultEvent {
+		return faultEvent{fault: fault{ID: id, Class: class}, Start: start, End: end, Clusters: clusters}
+	}
+	events := []faultEvent{
+		ev(0, faultAPIServerStop, 0, 30, "a", "b"),
+		ev(1, faultBlackhole, 10, 40, "a"), // overlaps 0 on a: a is free at 40
+		ev(2, faultReset, 50, 60, "b"),     // b: back at 45 after 0, so 2 does not interrupt
+		ev(3, faultTrickle, 70, 80, "c"),   // c never back
+		ev(4, faultCertRotate, 100, 100, "d"),
+		ev(5, faultSecretDelete, 105, 110, "d"), // d: after 4 not back before 105: interrupted
+	}
+	successes := map[string][]float64{"a": {5, 41}, "b": {45, 61.5}, "d": {120}}
+	got, interrupted := timeBack(events, successes)
+	want := []backSample{
+		{Fault: 0, Class: faultAPIServerStop, Cluster: "a", Free: 40, Back: 41},
+		{Fault: 0, Class: faultAPIServerStop, Cluster: "b", Free: 30, Back: 45},
+		{Fault: 1, Class: faultBlackhole, Cluster: "a", Free: 40, Back: 41},
+		{Fault: 2, Class: faultReset, Cluster: "b", Free: 60, Back: 61.5},
+		{Fault: 3, Class: faultTrickle, Cluster: "c", Free: 80, Back: -1},
+		{Fault: 5, Class: faultSecretDelete, Cluster: "d", Free: 110, Back: 120},
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("samples\n%+v\nwant\n%+v", got, want)
+	}
+	if interrupted[faultCertRotate] != 1 || len(interrupted) != 1 {
+		t.Fatalf("interrupted = %v, want the cert rotation once", interrupted)
+	}
+	stats, past := classTable(got, interrupted, 10, events)
+	st, _ := findClass(stats, faultAPIServerStop)
+	if st.Samples != 2 || st.P50 != 1 || st.Max != 15 || st.PastBound != 1 {
+		t.Errorf("apiserver-stop stats %+v", st)
+	}
+	if tr, _ := findClass(stats, faultTrickle); tr.Never != 1 || tr.Max != -1 || tr.PastBound != 1 {
+		t.Errorf("trickle stats %+v, want one never back", tr)
+	}
+	if len(past) != 2 || past[0].Cluster != "b" || past[1].Cluster != "c" || len(past[1].History) != 1 {
+		t.Errorf("past bound %+v", past)
+	}
+}
+
+func TestRank(t *testing.T) {
+	ds := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	if rank(ds, 0.5) != 5 || rank(ds, 0.99) != 10 || rank(ds[:1], 0.99) != 1 {
+		t.Fatal("nearest rank")
+	}
+	if finite(math.Inf(1)) != -1 {
+		t.Fatal("finite(+Inf)")
+	}
+}
+
+// A figure leaks when the least of the end samples exceeds the baseline
+// by more than 10 %.
+func TestLeaks(t *testing.T) {
+	base := medianStats([]chaosSample{{Goroutines: 100, FDs: 50, TCP: 10, HeapBytes: 1000}, {Goroutines: 300, FDs: 50, TCP: 10, HeapBytes: 1000}, {Goroutines: 200, FDs: 50, TCP: 10, HeapBytes: 1000}})
+	if base.Goroutines != 200 {
+		t.Fatalf("median goroutines %d, want 200", base.Goroutines)
+	}
+	end := minStats([]chaosSample{{Goroutines: 400, FDs: 56, TCP: 11, HeapBytes: 1200}, {Goroutines: 210, FDs: 60, TCP: 12, HeapBytes: 1050}})
+	got := leaks(base, end)
+	if len(got) != 1 || got[0][:3] != "fds" {
+		t.Fatalf("leaks %v, want fds only (56 > 55)", got)
+	}
+}
+
+// The short run fails on anything stuck, leaked, crossed or hung, and
+// only then.
+func TestShortVerdict(t *testing.T) {
+	ok := chaosReport{Results: []chaosResult{{Cache: "adapter", Verdicts: chaosVerdicts{AllConnectedAfter: 3}}}}
+	if err := shortVerdict(ok); err != nil {
+		t.Fatalf("clean run: %v", err)
+	}
+	for name, v := range map[string]chaosVerdicts{
+		"stuck":     {Stuck: []string{"c001"}},
+		"lingering": {Lingering: []string{"c101: still connected"}},
+		"leaked":    {Leaked: []string{"tcp 30 > 11"}},
+		"crossed":   {Crossed: []chaosCrossing{{Cluster: "c001"}}},
+		"hung":      {Hung: []chaosHung{{Op: "Get"}}},
+		"panic":     {Panics: 1},
+		"crash":     {Crashes: []string{"exit 2"}},
+	} {
+		rep := chaosReport{Results: []chaosResult{{Cache: "adapter", Verdicts: v}}}
+		if err := shortVerdict(rep); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
