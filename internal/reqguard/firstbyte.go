@@ -123,7 +123,9 @@ func (g *Guard) firstByteFired(f *Flight) {
 // against any request.
 func (g *Guard) SetProbe(probe func(context.Context) error) {
 	g.mu.Lock()
-	g.probe = probe
+	if !g.stopped { // Stop drops the probe: it holds the cluster's transport
+		g.probe = probe
+	}
 	g.mu.Unlock()
 }
 

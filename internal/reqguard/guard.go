@@ -282,6 +282,7 @@ func (g *Guard) Stop() {
 		return
 	}
 	g.stopped = true
+	g.probe = nil // it holds the cluster's transport, which a pending timer would keep
 	if g.probeCancel != nil {
 		g.probeCancel()
 	}
