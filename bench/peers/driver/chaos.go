@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/clusterpool/clusterpool/breaker"
@@ -59,15 +58,7 @@ func chaosFlags(fs *flag.FlagSet, co *chaosOptions) {
 		co.On, co.From = true, v
 		return nil
 	})
-	fs.Func("chaos-caches", "chaos run: ClusterCaches to run, in order (default adapter,stock)", func(v string) error {
-		co.Caches = strings.Split(v, ",")
-		for _, c := range co.Caches {
-			if c != "stock" && c != "adapter" {
-				return fmt.Errorf("unknown cache %q (stock, adapter)", c)
-			}
-		}
-		return nil
-	})
+	fs.Func("chaos-caches", "chaos run: ClusterCaches to run, in order (default adapter,stock)", cachesFlag(&co.Caches))
 }
 
 // chaosDefaults applies -chaos-short and the chaos run's fleet defaults

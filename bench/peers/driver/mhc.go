@@ -44,15 +44,7 @@ func mhcFlags(fs *flag.FlagSet, o *mhcOptions) {
 		o.On, o.From = true, v
 		return nil
 	})
-	fs.Func("mhc-caches", "mhc run: ClusterCaches to run, in order (default stock,adapter,adapter,stock: each order once)", func(v string) error {
-		o.Caches = strings.Split(v, ",")
-		for _, c := range o.Caches {
-			if c != "stock" && c != "adapter" {
-				return fmt.Errorf("unknown cache %q (stock, adapter)", c)
-			}
-		}
-		return nil
-	})
+	fs.Func("mhc-caches", "mhc run: ClusterCaches to run, in order (default stock,adapter,adapter,stock: each order once)", cachesFlag(&o.Caches))
 }
 
 // mhcLayout lays the run out on m clusters: a seeded dead fraction held
@@ -238,4 +230,19 @@ func seconds(s firstSeen) map[string]float64 {
 		out[k] = d.Seconds()
 	}
 	return out
+}
+
+// cachesFlag parses a -…-caches flag into dst: ClusterCaches by name,
+// "stock" or "adapter", comma-separated, in run order.
+func cachesFlag(dst *[]string) func(string) error {
+	return func(v string) error {
+		caches := strings.Split(v, ",")
+		for _, c := range caches {
+			if c != "stock" && c != "adapter" {
+				return fmt.Errorf("unknown cache %q (stock, adapter)", c)
+			}
+		}
+		*dst = caches
+		return nil
+	}
 }
