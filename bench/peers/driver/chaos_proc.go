@@ -99,7 +99,47 @@ func (a *apiserverProc) signal(sig syscall.Signal) error {
 	if sig == syscall.SIGSTOP || sig == syscall.SIGCONT {
 		a.stopped = sig == syscall.SIGSTOP
 	}
-	return syscall.Kill(a.pid, sig)
+	if err := syscall.Kill(a.pid, sig); err != nil {
+		return err
+	}
+	if sig == syscall.SIGSTOP {
+		waitStopped(a.pid)
+	}
+	return nil
+}
+
+// waitStopped waits, at most 5 s, until every thread of pid is stopped: a
+// SIGSTOP stops a process's threads one by one, and on a loaded machine a
+// running thread may still answer a request after kill returned.
+func waitStopped(pid int) {
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if allStopped(pid) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// allStopped reports whether every thread in /proc/pid/task is in state T
+// (stopped) or t (traced); false if they cannot be read.
+func allStopped(pid int) bool {
+	tasks, err := os.ReadDir(filepath.Join("/proc", strconv.Itoa(pid), "task"))
+	if err != nil || len(tasks) == 0 {
+		return false
+	}
+	for _, t := range tasks {
+		raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "task", t.Name(), "stat"))
+		if err != nil {
+			return false
+		}
+		// "pid (comm) S ...": the state follows the last ')'.
+		i := bytes.LastIndexByte(raw, ')')
+		if i < 0 || i+2 >= len(raw) || (raw[i+2] != 'T' && raw[i+2] != 't') {
+			return false
+		}
+	}
+	return true
 }
 
 // kill kills the apiserver and waits until it is gone.
