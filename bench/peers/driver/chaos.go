@@ -148,11 +148,7 @@ func runChaosMode(ctx context.Context, o options, root string, out io.Writer) er
 		}
 		return writeChaos(out, rep)
 	}
-	bin, err := buildPeer(ctx, root, "capi")
-	if err != nil {
-		return err
-	}
-	capiDir, err := moduleDir(ctx, capiModule)
+	bin, capiDir, err := capiPeer(ctx, root)
 	if err != nil {
 		return err
 	}

@@ -131,11 +131,7 @@ func runMHC(ctx context.Context, o options, root string, out io.Writer) error {
 	if len(mo.Caches) == 0 {
 		mo.Caches = []string{"stock", "adapter", "adapter", "stock"}
 	}
-	bin, err := buildPeer(ctx, root, "capi")
-	if err != nil {
-		return err
-	}
-	capiDir, err := moduleDir(ctx, capiModule)
+	bin, capiDir, err := capiPeer(ctx, root)
 	if err != nil {
 		return err
 	}
@@ -245,4 +241,16 @@ func cachesFlag(dst *[]string) func(string) error {
 		*dst = caches
 		return nil
 	}
+}
+
+// capiPeer builds the Cluster API peer (bench/peers/capi) and returns its
+// binary and the directory of Cluster API's module (its CRDs).
+func capiPeer(ctx context.Context, root string) (bin, capiDir string, err error) {
+	if bin, err = buildPeer(ctx, root, "capi"); err != nil {
+		return "", "", err
+	}
+	if capiDir, err = moduleDir(ctx, capiModule); err != nil {
+		return "", "", err
+	}
+	return bin, capiDir, nil
 }

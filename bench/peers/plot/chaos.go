@@ -1,10 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"image/color"
-	"os"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -46,13 +44,9 @@ var cacheColors = map[string]color.Color{"adapter": colors["clusterpool"], "stoc
 // Clusters over time per cache, and below it the faults of the schedule,
 // one row per class, each from its start to its end.
 func runChaos(in, out string) error {
-	b, err := os.ReadFile(in)
-	if err != nil {
-		return err
-	}
 	var rep chaosReport
-	if err := json.Unmarshal(b, &rep); err != nil {
-		return fmt.Errorf("%s: %w", in, err)
+	if err := readJSON(in, &rep); err != nil {
+		return err
 	}
 	if len(rep.Results) == 0 {
 		return fmt.Errorf("%s: no results", in)

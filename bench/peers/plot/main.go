@@ -84,13 +84,9 @@ func main() {
 }
 
 func run(in, out string) error {
-	b, err := os.ReadFile(in)
-	if err != nil {
-		return err
-	}
 	var rep report
-	if err := json.Unmarshal(b, &rep); err != nil {
-		return fmt.Errorf("%s: %w", in, err)
+	if err := readJSON(in, &rep); err != nil {
+		return err
 	}
 	grid := make([][]*plot.Plot, len(scenarios))
 	for row, sc := range scenarios {
@@ -192,4 +188,16 @@ func newPlot(title, y string) *plot.Plot {
 	p.Legend.Top = true
 	p.Add(plotter.NewGrid())
 	return p
+}
+
+// readJSON reads the driver's -json file in into v.
+func readJSON(in string, v any) error {
+	b, err := os.ReadFile(in)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", in, err)
+	}
+	return nil
 }

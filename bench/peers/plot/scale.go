@@ -1,10 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"image/color"
-	"os"
 	"slices"
 
 	"gonum.org/v1/plot"
@@ -50,13 +48,9 @@ var scalePanels = [][]struct {
 
 // runScale draws every panel of a scale run's JSON in into the PNG out.
 func runScale(in, out string) error {
-	b, err := os.ReadFile(in)
-	if err != nil {
-		return err
-	}
 	var rep scaleReport
-	if err := json.Unmarshal(b, &rep); err != nil {
-		return fmt.Errorf("%s: %w", in, err)
+	if err := readJSON(in, &rep); err != nil {
+		return err
 	}
 	var order []string
 	for _, r := range rep.Results {
