@@ -21,9 +21,12 @@
 // through the sizes, and at each the client-go floor (bench/peers/floor)
 // and every peer in turn connect all Clusters, then idle; the driver counts
 // the workload apiservers' requests and the peer's TCP connections per
-// proxy in the idle window, fits every figure per cluster over N (least
-// squares) and prints it as a ratio to the floor's (scale.go, probe.go,
-// scalereport.go). -peer NAME=BINARY adds a program that speaks the same
+// proxy in the idle window, then measures Gets under a steady load and
+// times how soon the peer reports sampled clusters dead (a hung, a
+// partitioned and a killed apiserver; proxies live in child "proxy host"
+// processes to stay under the fd limit), fits every figure per cluster
+// over N (least squares) and prints it as a ratio to the floor's
+// (scale*.go, probe.go). -peer NAME=BINARY adds a program that speaks the same
 // protocol (the hook for the Cluster API drop-in).
 //
 // With -mhc it is `make bench-mhc`: Cluster API v1.14.2's real

@@ -51,6 +51,9 @@ type report struct {
 }
 
 func main() {
+	if os.Getenv(proxyHostEnv) != "" { // a scale run's proxy host (scale_proxyhost.go)
+		os.Exit(serveProxyHost(os.Stdin, os.Stdout))
+	}
 	// envtest and the controller-runtime client log through
 	// controller-runtime's logger: without one set it prints a
 	// "log.SetLogger(...) was never called" stack dump.
@@ -343,6 +346,7 @@ func scaleFlags(fs *flag.FlagSet, so *scaleOptions) *string {
 	fs.DurationVar(&so.Baseline, "baseline", 20*time.Second, "scale run: window measuring the apiservers' own requests, no peer running")
 	fs.DurationVar(&so.Connect, "connect", 5*time.Minute, "scale run: bound of the time until every cluster is connected")
 	fs.IntVar(&so.CCTMax, "cct-max", 100, "scale run: run CCT v1.8.4 only on fleets up to this size")
+	phaseFlags(fs, so) // scale_flags.go
 	fs.Func("peer", "NAME=BINARY: one more peer speaking the workload protocol, not built (the Cluster API drop-in's hook); repeatable", func(v string) error {
 		name, bin, ok := strings.Cut(v, "=")
 		if !ok || name == "" || bin == "" {

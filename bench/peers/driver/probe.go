@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,8 +13,6 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
-
-	"github.com/clusterpool/clusterpool/internal/faultproxy"
 )
 
 // requestCount sums apiserver_request_total over the workload apiservers:
@@ -94,33 +91,6 @@ func (f *fleet) baseline(ctx context.Context, d time.Duration) (float64, error) 
 		return 0, err
 	}
 	return (c1 - c0 - float64(len(f.Workload))) / time.Since(start).Seconds(), nil
-}
-
-// connsPerCluster counts the established TCP connections of process pid to
-// each proxy (index = cluster), from /proc/PID/fd and /proc/PID/net/tcp*.
-func connsPerCluster(pid int, proxies []*faultproxy.Proxy) ([]int, error) {
-	ports := make(map[int]int, len(proxies))
-	for i, p := range proxies {
-		_, port, err := net.SplitHostPort(p.Addr())
-		if err != nil {
-			return nil, err
-		}
-		n, _ := strconv.Atoi(port)
-		ports[n] = i
-	}
-	inodes, err := socketInodes(pid)
-	if err != nil {
-		return nil, err
-	}
-	counts := make([]int, len(proxies))
-	for _, file := range []string{"tcp", "tcp6"} {
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, file))
-		if err != nil {
-			continue
-		}
-		countEstablished(string(data), inodes, ports, counts)
-	}
-	return counts, nil
 }
 
 // socketInodes returns the inodes of process pid's sockets.

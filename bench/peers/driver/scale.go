@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"strings"
-	"sync"
+	"slices"
 	"time"
 )
 
@@ -17,14 +14,29 @@ import (
 type scaleOptions struct {
 	// Sizes are the fleet sizes, ascending: the fleet grows between them.
 	Sizes []int `json:"sizes"`
-	// Idle is each peer's idle window once connected; Baseline the window
-	// that measures the apiservers' own requests with no peer running.
+	// Idle is each peer's idle window once connected, IdleBig the window
+	// on fleets above bigFleet; Baseline the window that measures the
+	// apiservers' own requests with no peer running.
 	Idle     time.Duration `json:"idle_ns"`
+	IdleBig  time.Duration `json:"idle_big_ns,omitempty"`
 	Baseline time.Duration `json:"baseline_ns"`
 	// Connect bounds the time until every cluster is connected.
 	Connect time.Duration `json:"connect_ns"`
-	// CCTMax: CCT v1.8.4 runs only on fleets up to this size.
-	CCTMax int `json:"cct_max"`
+	// CCTMax: CCT v1.8.4 runs only on fleets up to this size; PeerMax:
+	// the same for the Extra peers.
+	CCTMax  int `json:"cct_max"`
+	PeerMax int `json:"peer_max,omitempty"`
+	// LoadRate and LoadWindow: after the idle window, each peer Gets
+	// LoadRate ConfigMaps a second, of the clusters in turn, for
+	// LoadWindow.
+	LoadRate   float64       `json:"load_rate,omitempty"`
+	LoadWindow time.Duration `json:"load_window_ns,omitempty"`
+	// PerFault clusters per fault class are killed after the load window
+	// while DetectPeers report whether they are connected, for at most
+	// DetectWithin.
+	PerFault     int           `json:"per_fault,omitempty"`
+	DetectWithin time.Duration `json:"detect_within_ns,omitempty"`
+	DetectPeers  []string      `json:"detect_peers,omitempty"`
 	// Extra are more peers speaking the workload protocol, by name (the
 	// hook for the Cluster API drop-in: -peer dropin=PATH).
 	Extra map[string]string `json:"extra,omitempty"`
@@ -56,13 +68,40 @@ type scaleResult struct {
 	IdleClientRequestsPerSec float64 `json:"idle_client_requests_per_s"`
 	// Conns: established TCP connections from the process to the
 	// clusters' proxies at the idle window's end, per cluster (mean, min,
-	// max); Dials: connections the proxies accepted during the whole run,
-	// per cluster.
+	// max); Dials: connections the proxies accepted until then, per
+	// cluster.
 	ConnsPerCluster float64 `json:"conns_per_cluster"`
 	ConnsMin        int     `json:"conns_min"`
 	ConnsMax        int     `json:"conns_max"`
 	DialsPerCluster float64 `json:"dials_per_cluster"`
 	Errors          int     `json:"errors"`
+	// PeakRSSBytes is the process's peak resident set (VmHWM).
+	PeakRSSBytes int64 `json:"peak_rss_bytes,omitempty"`
+	// Load: the load window's Gets; Detections: the killed clusters.
+	Load       *loadFigures `json:"load,omitempty"`
+	Detections []detection  `json:"detections,omitempty"`
+}
+
+// loadFigures are a peer's Gets in the load window: how many, how many
+// failed, and the latency of all (ms).
+type loadFigures struct {
+	Gets   int     `json:"gets"`
+	Failed int     `json:"failed"`
+	P50Ms  float64 `json:"p50_ms"`
+	P99Ms  float64 `json:"p99_ms"`
+	MaxMs  float64 `json:"max_ms"`
+}
+
+// bigFleet: fleets above it idle for IdleBig (its rate is measured over
+// as many cluster-seconds in a shorter window).
+const bigFleet = 1000
+
+// idleAt is the idle window on a fleet of n.
+func (o scaleOptions) idleAt(n int) time.Duration {
+	if n > bigFleet && o.IdleBig > 0 {
+		return o.IdleBig
+	}
+	return o.Idle
 }
 
 // baseline is the workload apiservers' own request rate on one fleet size.
@@ -82,45 +121,82 @@ type scaleReport struct {
 	Baselines  []baseline    `json:"baselines"`
 	Results    []scaleResult `json:"results"`
 	Fits       []fit         `json:"fits"`
+	// Skipped: the peers (or fleet sizes) not run, and why.
+	Skipped []string `json:"skipped,omitempty"`
 }
 
 // runScale grows the fleet through o's sizes and runs every strategy on
-// each, connected then idle.
+// each: connected, idle, under load, and (DetectPeers) while the sample is
+// killed. A size or peer that would not fit the machine is skipped, with
+// the reason in the report.
 func runScale(ctx context.Context, o options, bins map[string]string, root string, out io.Writer) error {
 	start := time.Now()
-	fmt.Fprintf(os.Stderr, "bench-scale: starting %d apiservers\n", 1+o.apiservers)
-	f, err := startFleet(ctx, root, 0, o.apiservers, 1)
+	so := o.scaleRun
+	so.DetectPeers = detectPeers(so, o.strategies)
+	fmt.Fprintf(os.Stderr, "bench-scale: starting the apiservers (%d workload, %d for the sample)\n", o.apiservers, 2*min(so.PerFault, 1))
+	sf, err := startScaleFleet(ctx, root, o.apiservers, so.PerFault)
 	if err != nil {
 		return err
 	}
-	defer f.stop()
-	rep := scaleReport{Date: start.UTC().Format(time.RFC3339), Machine: machine(), APIServers: o.apiservers, Options: o.scaleRun}
-	for _, n := range o.scaleRun.Sizes {
-		fmt.Fprintf(os.Stderr, "bench-scale: growing the fleet to %d Clusters\n", n)
-		t := time.Now()
-		if err := f.grow(ctx, n); err != nil {
-			return err
+	defer sf.stop()
+	rep := scaleReport{Date: start.UTC().Format(time.RFC3339), Machine: machine(), APIServers: o.apiservers, Options: so}
+	lim := newScaleLimits()
+	for _, n := range so.Sizes {
+		if reason := lim.fleetFits(n, len(sf.names)); reason != "" {
+			rep.Skipped = append(rep.Skipped, fmt.Sprintf("%d Clusters and above: %s", n, reason))
+			break
 		}
-		fmt.Fprintf(os.Stderr, "bench-scale: %d Clusters in %s; baseline for %s\n", n, time.Since(t).Round(time.Second), o.scaleRun.Baseline)
-		base, err := f.baseline(ctx, o.scaleRun.Baseline)
+		base, err := growScale(ctx, sf, n, so.Baseline)
 		if err != nil {
 			return err
 		}
+		lim.fleetGrown(n)
 		rep.Baselines = append(rep.Baselines, baseline{Clusters: n, RequestsPerSec: base})
 		for _, s := range o.strategies {
-			if s == "cct" && n > o.scaleRun.CCTMax {
+			if reason := lim.peerFits(s, n, so); reason != "" {
+				rep.Skipped = append(rep.Skipped, fmt.Sprintf("%s at %d: %s", s, n, reason))
 				continue
 			}
 			fmt.Fprintf(os.Stderr, "bench-scale: %s on %d Clusters\n", s, n)
-			r, err := runScalePeer(ctx, f, bins[s], s, n, o.scaleRun, base)
+			t := time.Now()
+			sr := scaleRun{f: sf, bin: bins[s], strategy: s, n: n, o: so, base: base,
+				detect: so.PerFault > 0 && slices.Contains(so.DetectPeers, s)}
+			r, err := sr.run(ctx)
 			if err != nil {
-				return err
+				lim.failed(s, err)
+				rep.Skipped = append(rep.Skipped, fmt.Sprintf("%s at %d and above: %v", s, n, err))
+				continue
 			}
+			lim.ran(r)
 			rep.Results = append(rep.Results, r)
+			fmt.Fprintf(os.Stderr, "bench-scale: %s on %d Clusters took %s\n", s, n, time.Since(t).Round(time.Second))
 		}
 	}
 	rep.Wall = time.Since(start).Round(time.Second).String()
-	return finishScale(rep, o.jsonOut, out)
+	return errors.Join(finishScale(rep, o.jsonOut, out), neverRan(o.strategies, rep))
+}
+
+// growScale grows sf to n Clusters and measures the apiservers' own
+// requests per second over d.
+func growScale(ctx context.Context, sf *scaleFleet, n int, d time.Duration) (float64, error) {
+	fmt.Fprintf(os.Stderr, "bench-scale: growing the fleet to %d Clusters\n", n)
+	t := time.Now()
+	if err := sf.grow(ctx, n); err != nil {
+		return 0, err
+	}
+	fmt.Fprintf(os.Stderr, "bench-scale: %d Clusters in %s; baseline for %s\n", n, time.Since(t).Round(time.Second), d)
+	return sf.baseline(ctx, d)
+}
+
+// neverRan is an error naming the strategies with no result in rep.
+func neverRan(strategies []string, rep scaleReport) error {
+	var errs []error
+	for _, s := range strategies {
+		if !slices.ContainsFunc(rep.Results, func(r scaleResult) bool { return r.Strategy == s }) {
+			errs = append(errs, fmt.Errorf("bench-scale: %s ran on no fleet size", s))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // finishScale fits rep's results, prints its tables to out and writes it
@@ -128,7 +204,7 @@ func runScale(ctx context.Context, o options, bins map[string]string, root strin
 func finishScale(rep scaleReport, jsonOut string, out io.Writer) error {
 	rep.Fits = fits(rep.Results)
 	fmt.Fprintf(out, "Scale run of %s (%s): %v Clusters on %d workload apiservers, idle window %s; %s wall\n\n",
-		rep.Date, rep.Machine, rep.Options.Sizes, rep.APIServers, rep.Options.Idle, rep.Wall)
+		rep.Date, rep.Machine, rep.Options.Sizes, rep.APIServers, idleCell(rep.Options), rep.Wall)
 	if err := writeScale(out, rep); err != nil {
 		return err
 	}
@@ -143,129 +219,3 @@ func rescale(o options, out io.Writer) error {
 	}
 	return finishScale(rep, o.jsonOut, out)
 }
-
-// runScalePeer runs bin on the first n clusters of f (all healthy, one
-// object each, no work): it connects them all, then stays idle for
-// o.Idle while the driver counts the apiservers' requests and the
-// process's connections.
-func runScalePeer(ctx context.Context, f *fleet, bin, strategy string, n int, o scaleOptions, base float64) (scaleResult, error) {
-	before := make([]uint64, n)
-	for i, p := range f.Proxies[:n] {
-		before[i] = p.Accepted()
-	}
-	roles := make([]string, n)
-	for i, name := range f.Names[:n] {
-		roles[i] = name + "=healthy"
-	}
-	args := []string{"-kubeconfig", f.Kubeconfig, "-namespace", namespace, "-roles", strings.Join(roles, ","),
-		"-objects", "1", "-workers", "10", "-work", "0s", "-duration", o.Connect.String(), "-saturate=false",
-		"-bucket", "5s", "-idle", o.Idle.String(), "-watch-nodes"}
-	ctx, cancel := context.WithTimeout(ctx, o.Connect+o.Idle+3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	var stdout bytes.Buffer
-	w := &window{f: f, n: n}
-	ack, err := cmd.StdinPipe()
-	if err != nil {
-		return scaleResult{}, err
-	}
-	end := func() {
-		w.end(cmd.Process.Pid)
-		fmt.Fprintln(ack) // the peer waits for this line to go on
-	}
-	cmd.Stdout, cmd.Stderr = &stdout, &markerWriter{out: os.Stderr, onStart: w.start, onEnd: end}
-	if err := cmd.Run(); err != nil {
-		return scaleResult{}, fmt.Errorf("%s on %d clusters: %w", strategy, n, err)
-	}
-	var fig figures
-	if err := json.Unmarshal(stdout.Bytes(), &fig); err != nil {
-		return scaleResult{}, fmt.Errorf("%s: decoding its figures: %w", strategy, err)
-	}
-	if w.err != nil {
-		return scaleResult{}, fmt.Errorf("%s on %d clusters: %w", strategy, n, w.err)
-	}
-	var dials uint64
-	for i, p := range f.Proxies[:n] {
-		dials += p.Accepted() - before[i]
-	}
-	idle := time.Duration(fig.IdleEndUnixMs-fig.IdleStartUnixMs) * time.Millisecond
-	r := scaleResult{Clusters: n, Strategy: strategy, Version: fig.Version, ConnectS: fig.AllReconciled,
-		RSSBytes: fig.RSSBytes, HeapBytes: fig.HeapBytes, Goroutines: fig.Goroutines,
-		DialsPerCluster: float64(dials) / float64(n), Errors: fig.Errors}
-	if idle > 0 {
-		r.IdleCPUPerMin = fig.IdleCPUSeconds / idle.Minutes()
-		r.IdleServerRequestsPerSec = w.requests/w.elapsed.Seconds() - base
-		r.IdleClientRequestsPerSec = float64(fig.IdleRequests) / idle.Seconds()
-		r.IdleRequestsPerSec = max(r.IdleServerRequestsPerSec, r.IdleClientRequestsPerSec)
-	}
-	r.ConnsPerCluster, r.ConnsMin, r.ConnsMax = connStats(w.conns)
-	return r, nil
-}
-
-// window counts, between a peer's idle markers, the workload apiservers'
-// requests and, at the end, the peer's connections to each cluster.
-type window struct {
-	f        *fleet
-	n        int
-	mu       sync.Mutex
-	at       time.Time
-	count    float64
-	requests float64
-	elapsed  time.Duration
-	conns    []int
-	err      error
-}
-
-func (w *window) start() {
-	c, err := w.f.requestCount()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.at, w.count, w.err = time.Now(), c, err
-}
-
-func (w *window) end(pid int) {
-	c, err := w.f.requestCount()
-	conns, cerr := connsPerCluster(pid, w.f.Proxies[:w.n])
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.elapsed = time.Since(w.at)
-	// The window's first scrape of each apiserver is counted in the second.
-	w.requests = c - w.count - float64(len(w.f.Workload))
-	w.conns = conns
-	if w.err == nil {
-		w.err = err
-	}
-	if w.err == nil {
-		w.err = cerr
-	}
-}
-
-// markerWriter passes a peer's stderr through to out and calls onStart and
-// onEnd on the idle markers' lines.
-type markerWriter struct {
-	out            io.Writer
-	onStart, onEnd func()
-	line           []byte
-}
-
-func (m *markerWriter) Write(p []byte) (int, error) {
-	for _, b := range p {
-		if b != '\n' {
-			m.line = append(m.line, b)
-			continue
-		}
-		switch string(m.line) {
-		case idleMarker + "start":
-			m.onStart()
-		case idleMarker + "end":
-			m.onEnd()
-		default:
-			m.out.Write(append(m.line, '\n'))
-		}
-		m.line = m.line[:0]
-	}
-	return len(p), nil
-}
-
-// idleMarker is bench/peers/workload/idle.Marker.
-const idleMarker = "bench-peers: idle "

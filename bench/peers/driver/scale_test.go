@@ -71,11 +71,15 @@ apiserver_request_duration_seconds_count{verb="GET"} 7
 func TestMarkerWriter(t *testing.T) {
 	var out strings.Builder
 	var events []string
-	m := &markerWriter{out: &out, onStart: func() { events = append(events, "start") }, onEnd: func() { events = append(events, "end") }}
-	for _, chunk := range []string{"log line\nbench-peers: idle st", "art\nmore\n", "bench-peers: idle end\n"} {
+	on := map[string]func(){}
+	for _, name := range []string{"start", "end", "faults"} {
+		on[idleMarker+name] = func() { events = append(events, name) }
+	}
+	m := &markerWriter{out: &out, on: on}
+	for _, chunk := range []string{"log line\nbench-peers: idle st", "art\nmore\n", "bench-peers: idle end\nbench-peers: idle faults\n"} {
 		m.Write([]byte(chunk))
 	}
-	if strings.Join(events, ",") != "start,end" || out.String() != "log line\nmore\n" {
+	if strings.Join(events, ",") != "start,end,faults" || out.String() != "log line\nmore\n" {
 		t.Fatalf("events %v, passed through %q", events, out.String())
 	}
 }
@@ -91,19 +95,26 @@ func TestParseSizes(t *testing.T) {
 	}
 }
 
-// TestIdleMarkerMatchesWorkload checks the driver's idle marker against
-// the one bench/peers/workload/idle prints.
-func TestIdleMarkerMatchesWorkload(t *testing.T) {
+// TestWorkloadNamesMatch checks the driver's idle marker, faults marker
+// and load summaries' names against those bench/peers/workload writes.
+func TestWorkloadNamesMatch(t *testing.T) {
 	root, err := repoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := os.ReadFile(root + "/bench/peers/workload/idle/idle.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := "const Marker = " + strconv.Quote(idleMarker); !strings.Contains(string(src), want) {
-		t.Fatalf("workload/idle has no %s", want)
+	for file, wants := range map[string][]string{
+		"idle/idle.go": {"const Marker = " + strconv.Quote(idleMarker), "const Faults = " + strconv.Quote("faults")},
+		"load/load.go": {"GetName    = " + strconv.Quote(loadGetName), "FailedName = " + strconv.Quote(loadFailedName)},
+	} {
+		src, err := os.ReadFile(root + "/bench/peers/workload/" + file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range wants {
+			if !strings.Contains(string(src), want) {
+				t.Errorf("workload/%s has no %s", file, want)
+			}
+		}
 	}
 }
 
@@ -113,8 +124,8 @@ func TestWriteTargets(t *testing.T) {
 		rs = append(rs,
 			scaleResult{Clusters: n, Strategy: "floor", RSSBytes: int64(n) * 200 << 10, ConnectS: 1},
 			scaleResult{Clusters: n, Strategy: "clusterpool", RSSBytes: int64(n) * 230 << 10, IdleCPUPerMin: float64(n) * 2e-3,
-				IdleRequestsPerSec: float64(n) * 0.1, ConnectS: float64(n) / 100},
-			scaleResult{Clusters: n, Strategy: "clustercache", RSSBytes: int64(n) * 800 << 10, IdleCPUPerMin: float64(n) * 4e-3,
+				IdleRequestsPerSec: float64(n) * 0.01, ConnectS: float64(n) / 100},
+			scaleResult{Clusters: n, Strategy: "clustercache", RSSBytes: int64(n) * 800 << 10, IdleCPUPerMin: float64(n) * 5e-3,
 				IdleRequestsPerSec: float64(n) * 0.1, ConnectS: 2})
 	}
 	rep := scaleReport{Options: scaleOptions{Sizes: []int{100, 300}}, Results: rs, Fits: fits(rs)}
@@ -124,9 +135,8 @@ func TestWriteTargets(t *testing.T) {
 	}
 	for _, want := range []string{
 		"| RSS per cluster ≤ 1.2× the floor's | 230.0 KiB | 240.0 KiB (floor 200.0 KiB) | yes |",
-		"| RSS per cluster ≤ 0.5× ClusterCache's | 230.0 KiB | 400.0 KiB (clustercache 800.0 KiB) | yes |",
-		"| idle CPU per cluster ≤ ClusterCache's | 2.00 ms/min | 4.00 ms/min (clustercache 4.00 ms/min) | yes |",
-		"| idle requests per cluster ≤ ClusterCache's | 0.1000/s | 0.1000/s (clustercache 0.1000/s) | yes |",
+		"| idle requests per cluster ≤ 0.02/s | 0.0100/s | 0.0200/s | yes |",
+		"| idle CPU per cluster ≤ 0.5× ClusterCache's | 2.00 ms/min | 2.50 ms/min (clustercache 5.00 ms/min) | yes |",
 		"| time to connect all 100 ≤ ClusterCache's | 1.0 s | 2.0 s | yes |",
 		"| time to connect all 300 ≤ ClusterCache's | 3.0 s | 2.0 s | no |",
 	} {

@@ -100,20 +100,31 @@ func strategiesOf(results []scaleResult) []string {
 	return out
 }
 
-// writeScale prints the measured figures, the per-cluster slopes and issue
-// 27's targets as markdown tables.
+// writeScale prints the measured figures, the per-cluster slopes, the
+// dead-cluster detection and issue 37's targets as markdown tables.
 func writeScale(w io.Writer, rep scaleReport) error {
 	var b strings.Builder
-	b.WriteString("| clusters | peer | connect all s | RSS MiB | Go heap MiB | goroutines | idle CPU s/min | idle req/s (apiservers' count; client-go's) | TCP conns per cluster (min-max) | dials per cluster |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| clusters | peer | connect all s | RSS MiB | Go heap MiB | goroutines | idle CPU s/min | idle req/s (apiservers' count; client-go's) | TCP conns per cluster (min-max) | dials per cluster | Get p50 / p99 ms under load (failed) |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rep.Results {
-		fmt.Fprintf(&b, "| %d | %s %s | %s | %.1f | %.1f | %d | %.2f | %.1f (%.1f; %.1f) | %.2f (%d-%d) | %.2f |\n",
+		fmt.Fprintf(&b, "| %d | %s %s | %s | %.1f | %.1f | %d | %.2f | %.1f (%.1f; %.1f) | %.2f (%d-%d) | %.2f | %s |\n",
 			r.Clusters, r.Strategy, r.Version, connectCell(r.ConnectS), mib(r.RSSBytes), mib(r.HeapBytes), r.Goroutines,
-			r.IdleCPUPerMin, r.IdleRequestsPerSec, r.IdleServerRequestsPerSec, r.IdleClientRequestsPerSec, r.ConnsPerCluster, r.ConnsMin, r.ConnsMax, r.DialsPerCluster)
+			r.IdleCPUPerMin, r.IdleRequestsPerSec, r.IdleServerRequestsPerSec, r.IdleClientRequestsPerSec, r.ConnsPerCluster, r.ConnsMin, r.ConnsMax,
+			r.DialsPerCluster, loadCell(r.Load))
 	}
 	fmt.Fprintf(&b, "\nWorkload apiservers' own requests (subtracted above):")
 	for _, bl := range rep.Baselines {
 		fmt.Fprintf(&b, " %.1f/s at %d;", bl.RequestsPerSec, bl.Clusters)
+	}
+	if o := rep.Options; o.LoadRate > 0 {
+		fmt.Fprintf(&b, "\n\nUnder load: once idle, each peer Gets %.0f ConfigMaps a second for %s, of the clusters in turn (uncached, "+
+			"through the client the peer hands its reconcilers), open loop; p50 / p99 of all Gets.", o.LoadRate, o.LoadWindow)
+	}
+	if len(rep.Skipped) > 0 {
+		b.WriteString("\n\nNot run:\n")
+		for _, s := range rep.Skipped {
+			fmt.Fprintf(&b, "- %s\n", s)
+		}
 	}
 	b.WriteString("\n\nPer cluster (least-squares slope over N; × the floor's slope):\n\n")
 	b.WriteString("| peer | RSS KiB | Go heap KiB | goroutines | idle CPU ms/min | idle req/s | connect ms |\n|---|---|---|---|---|---|---|\n")
@@ -132,9 +143,26 @@ func writeScale(w io.Writer, rep scaleReport) error {
 			slopeCell(m["idle_requests_per_s"], 1, "%.3f"), slopeCell(m["connect_s"], 1000, "%.1f"))
 	}
 	b.WriteString("\n")
+	writeDetection(&b, rep)
 	writeTargets(&b, rep)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// loadCell is a peer's load figures: p50 / p99 ms (failed Gets).
+func loadCell(l *loadFigures) string {
+	if l == nil {
+		return ""
+	}
+	return fmt.Sprintf("%.1f / %.1f (%d of %d)", l.P50Ms, l.P99Ms, l.Failed, l.Gets)
+}
+
+// idleCell is the idle window of o's sizes.
+func idleCell(o scaleOptions) string {
+	if o.IdleBig > 0 && o.IdleBig != o.Idle && slices.ContainsFunc(o.Sizes, func(n int) bool { return n > bigFleet }) {
+		return fmt.Sprintf("%s (%s above %d Clusters)", o.Idle, o.IdleBig, bigFleet)
+	}
+	return o.Idle.String()
 }
 
 func connectCell(s float64) string {

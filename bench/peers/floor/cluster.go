@@ -46,15 +46,15 @@ func readKubeconfigs(ctx context.Context, cfg *rest.Config, namespace string) (m
 }
 
 // connect builds cluster's one http.Client and clientset, starts its Node
-// informer (running until stop is closed), waits for its sync and writes
-// the cluster's ConfigMaps once.
-func connect(ctx context.Context, kubeconfig []byte, cluster string, p plan, stop <-chan struct{}) error {
+// informer (running until stop is closed), waits for its sync, writes the
+// cluster's ConfigMaps once and returns the clientset.
+func connect(ctx context.Context, kubeconfig []byte, cluster string, p plan, stop <-chan struct{}) (*kubernetes.Clientset, error) {
 	if kubeconfig == nil {
-		return fmt.Errorf("no kubeconfig Secret")
+		return nil, fmt.Errorf("no kubeconfig Secret")
 	}
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cfg.QPS, cfg.Burst = 20, 30
 	// A Dial of its own keeps the transport out of client-go's TLS cache:
@@ -63,24 +63,24 @@ func connect(ctx context.Context, kubeconfig []byte, cluster string, p plan, sto
 	cfg.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cs, err := kubernetes.NewForConfigAndClient(cfg, hc)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "nodes", "", fields.Everything())
 	inf := cache.NewSharedIndexInformer(lw, &corev1.Node{}, 0, cache.Indexers{})
 	go inf.Run(stop)
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		return fmt.Errorf("node informer did not sync: %w", ctx.Err())
+		return nil, fmt.Errorf("node informer did not sync: %w", ctx.Err())
 	}
 	for i := range p.objects {
 		if err := write(ctx, cs, p.workloadNamespace, fmt.Sprintf("%s-%d", cluster, i)); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return cs, nil
 }
 
 // write reads ConfigMap name (creating it when missing) and updates its

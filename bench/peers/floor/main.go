@@ -12,8 +12,11 @@
 // -roles (100 at a time, ClusterCache's default concurrency), writes each
 // cluster's -objects ConfigMaps once in its workload cluster as the peers'
 // reconciler does, then, with -idle, stays idle and measures itself
-// (bench/peers/workload/idle). It prints the peers' JSON figures (the
-// fields it has) on stdout.
+// (bench/peers/workload/idle), then, with -load-rate, Gets the clusters'
+// first ConfigMaps, one cluster after the other, at that rate for
+// -load-window, as the peers do (bench/peers/workload/load). It prints the peers' JSON figures
+// (the fields it has) on stdout. It has no notion of a connected cluster:
+// it takes no part in the dead-cluster detection.
 package main
 
 import (
@@ -24,14 +27,18 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/clusterpool/clusterpool/bench/peers/workload/idle"
+	"github.com/clusterpool/clusterpool/bench/peers/workload/load"
 )
 
 // connectConcurrency is how many clusters connect at once.
@@ -40,22 +47,23 @@ const connectConcurrency = 100
 // figures is the subset of bench/peers/workload.Figures the floor has,
 // by the same JSON names.
 type figures struct {
-	Strategy          string           `json:"strategy"`
-	Version           string           `json:"version"`
-	StartUnixMs       int64            `json:"start_unix_ms"`
-	Seconds           float64          `json:"run_s"`
-	AllReconciled     float64          `json:"all_reconciled_s"`
-	Reconciles        int              `json:"reconciles"`
-	Errors            int              `json:"errors"`
-	ClusterDoneUnixMs map[string]int64 `json:"cluster_done_unix_ms"`
-	RSSBytes          int64            `json:"rss_bytes"`
-	PeakRSSBytes      int64            `json:"peak_rss_bytes"`
-	Goroutines        int              `json:"goroutines"`
-	IdleStartUnixMs   int64            `json:"idle_start_unix_ms,omitempty"`
-	IdleEndUnixMs     int64            `json:"idle_end_unix_ms,omitempty"`
-	IdleCPUSeconds    float64          `json:"idle_cpu_s,omitempty"`
-	HeapBytes         int64            `json:"heap_bytes,omitempty"`
-	IdleRequests      uint64           `json:"idle_requests,omitempty"`
+	Strategy          string               `json:"strategy"`
+	Version           string               `json:"version"`
+	StartUnixMs       int64                `json:"start_unix_ms"`
+	Seconds           float64              `json:"run_s"`
+	AllReconciled     float64              `json:"all_reconciled_s"`
+	Reconciles        int                  `json:"reconciles"`
+	Errors            int                  `json:"errors"`
+	ClusterDoneUnixMs map[string]int64     `json:"cluster_done_unix_ms"`
+	RSSBytes          int64                `json:"rss_bytes"`
+	PeakRSSBytes      int64                `json:"peak_rss_bytes"`
+	Goroutines        int                  `json:"goroutines"`
+	IdleStartUnixMs   int64                `json:"idle_start_unix_ms,omitempty"`
+	IdleEndUnixMs     int64                `json:"idle_end_unix_ms,omitempty"`
+	IdleCPUSeconds    float64              `json:"idle_cpu_s,omitempty"`
+	HeapBytes         int64                `json:"heap_bytes,omitempty"`
+	IdleRequests      uint64               `json:"idle_requests,omitempty"`
+	Timings           map[string]load.Dist `json:"timings,omitempty"`
 }
 
 // plan is what the floor reads of the peers' flags.
@@ -64,6 +72,8 @@ type plan struct {
 	clusters                                 []string
 	objects                                  int
 	duration, idle                           time.Duration
+	loadRate                                 float64
+	loadWindow                               time.Duration
 }
 
 func main() {
@@ -85,11 +95,13 @@ func parse(args []string) (plan, error) {
 	fs := flag.NewFlagSet("floor", flag.ContinueOnError)
 	fs.StringVar(&p.kubeconfig, "kubeconfig", "", "management cluster kubeconfig file")
 	fs.StringVar(&p.namespace, "namespace", "fleet", "namespace of the kubeconfig Secrets")
-	fs.StringVar(&roles, "roles", "", "comma-separated name=role; every cluster is connected")
+	fs.StringVar(&roles, "roles", "", "comma-separated name=role, or @FILE; every cluster is connected")
 	fs.IntVar(&p.objects, "objects", 1, "ConfigMaps written per cluster")
 	fs.DurationVar(&p.duration, "duration", 5*time.Minute, "bound of the connect phase")
 	fs.DurationVar(&p.idle, "idle", 0, "stay idle this long once connected, and report the idle figures")
 	fs.StringVar(&p.workloadNamespace, "workload-namespace", "default", "namespace written in workload clusters")
+	fs.Float64Var(&p.loadRate, "load-rate", 0, "after the idle window, Gets per second spread over the clusters (0: none)")
+	fs.DurationVar(&p.loadWindow, "load-window", 20*time.Second, "how long -load-rate lasts")
 	for _, name := range []string{"workers", "work", "bucket"} {
 		fs.String(name, "", "ignored (a peer flag)")
 	}
@@ -97,6 +109,10 @@ func parse(args []string) (plan, error) {
 		fs.Bool(name, false, "ignored (a peer flag)")
 	}
 	if err := fs.Parse(args); err != nil {
+		return p, err
+	}
+	roles, err := idle.FlagValue(roles)
+	if err != nil {
 		return p, err
 	}
 	for item := range strings.SplitSeq(roles, ",") {
@@ -122,10 +138,38 @@ func run(ctx context.Context, p plan) error {
 	}
 	f := figures{Strategy: "floor", Version: clientGoVersion, StartUnixMs: start.UnixMilli(), AllReconciled: -1,
 		ClusterDoneUnixMs: map[string]int64{}}
-	ctx, cancel := context.WithTimeout(ctx, p.duration)
-	defer cancel()
 	stop := make(chan struct{})
 	defer close(stop)
+	clients := connectAll(ctx, p, kubeconfigs, stop, &f)
+	if f.Errors == 0 {
+		f.AllReconciled = time.Since(start).Seconds()
+	}
+	f.Seconds = time.Since(start).Seconds()
+	if p.idle <= 0 {
+		f.RSSBytes, f.PeakRSSBytes = idle.RSS()
+		return json.NewEncoder(os.Stdout).Encode(f)
+	}
+	u, err := url.Parse(mcfg.Host)
+	if err != nil {
+		return fmt.Errorf("management host: %w", err)
+	}
+	m := idle.Measure(p.idle, idle.CountRequests(u.Host))
+	f.IdleRequests = m.Requests
+	f.IdleStartUnixMs, f.IdleEndUnixMs, f.IdleCPUSeconds = m.StartUnixMs, m.EndUnixMs, m.CPUSeconds
+	f.RSSBytes, f.PeakRSSBytes, f.HeapBytes, f.Goroutines = m.RSSBytes, m.PeakRSSBytes, m.HeapBytes, m.Goroutines
+	if p.loadRate > 0 {
+		f.Timings = load.Run(ctx, p.loadRate, p.loadWindow, requestTimeout, loadGet(p, clients)).Dists()
+	}
+	return json.NewEncoder(os.Stdout).Encode(f)
+}
+
+// connectAll connects every cluster of p (connectConcurrency at a time,
+// within p.duration), counting each in f, and returns the clientsets of
+// the connected ones by name.
+func connectAll(ctx context.Context, p plan, kubeconfigs map[string][]byte, stop <-chan struct{}, f *figures) map[string]*kubernetes.Clientset {
+	ctx, cancel := context.WithTimeout(ctx, p.duration)
+	defer cancel()
+	clients := map[string]*kubernetes.Clientset{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, connectConcurrency)
@@ -133,7 +177,7 @@ func run(ctx context.Context, p plan) error {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			err := connect(ctx, kubeconfigs[name], name, p, stop)
+			cs, err := connect(ctx, kubeconfigs[name], name, p, stop)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -141,26 +185,27 @@ func run(ctx context.Context, p plan) error {
 				fmt.Fprintf(os.Stderr, "floor: cluster %s: %v\n", name, err)
 				return
 			}
+			clients[name] = cs
 			f.Reconciles += p.objects
 			f.ClusterDoneUnixMs[name] = time.Now().UnixMilli()
 		})
 	}
 	wg.Wait()
-	if f.Errors == 0 {
-		f.AllReconciled = time.Since(start).Seconds()
-	}
-	f.Seconds = time.Since(start).Seconds()
-	if p.idle > 0 {
-		u, err := url.Parse(mcfg.Host)
-		if err != nil {
-			return fmt.Errorf("management host: %w", err)
+	return clients
+}
+
+// loadGet is the load window's call k: Get the first ConfigMap of the
+// k-th cluster of p (in name order, in turn), as the peers' load does; a
+// cluster that did not connect fails.
+func loadGet(p plan, clients map[string]*kubernetes.Clientset) func(context.Context, int) error {
+	names := slices.Sorted(slices.Values(p.clusters))
+	return func(ctx context.Context, k int) error {
+		name := names[k%len(names)]
+		cs := clients[name]
+		if cs == nil {
+			return fmt.Errorf("cluster %s not connected", name)
 		}
-		m := idle.Measure(p.idle, idle.CountRequests(u.Host))
-		f.IdleRequests = m.Requests
-		f.IdleStartUnixMs, f.IdleEndUnixMs, f.IdleCPUSeconds = m.StartUnixMs, m.EndUnixMs, m.CPUSeconds
-		f.RSSBytes, f.PeakRSSBytes, f.HeapBytes, f.Goroutines = m.RSSBytes, m.PeakRSSBytes, m.HeapBytes, m.Goroutines
-	} else {
-		f.RSSBytes, f.PeakRSSBytes = idle.RSS()
+		_, err := cs.CoreV1().ConfigMaps(p.workloadNamespace).Get(ctx, name+"-0", metav1.GetOptions{})
+		return err
 	}
-	return json.NewEncoder(os.Stdout).Encode(f)
 }

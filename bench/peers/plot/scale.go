@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"image/color"
+	"math"
 	"slices"
 
 	"gonum.org/v1/plot"
@@ -21,6 +22,39 @@ type scaleResult struct {
 	Goroutines    float64 `json:"goroutines"`
 	IdleCPUPerMin float64 `json:"idle_cpu_s_per_min"`
 	IdleReqPerSec float64 `json:"idle_requests_per_s"`
+	Load          *struct {
+		P99Ms float64 `json:"p99_ms"`
+	} `json:"load"`
+	Detections []struct {
+		DetectS float64 `json:"detect_s"`
+	} `json:"detections"`
+}
+
+// loadP99 is r's Get p99 under load in ms (-1: none, not drawn).
+func (r scaleResult) loadP99() float64 {
+	if r.Load == nil {
+		return -1
+	}
+	return r.Load.P99Ms
+}
+
+// detect is r's q-th quantile of the killed clusters' detection times in s
+// (nearest rank, a cluster never reported ranking last); -1 (not drawn)
+// without detections or when the quantile is a cluster never reported.
+func (r scaleResult) detect(q float64) float64 {
+	var times []float64
+	for _, d := range r.Detections {
+		if d.DetectS < 0 {
+			continue
+		}
+		times = append(times, d.DetectS)
+	}
+	i := min(len(r.Detections)-1, int(q*float64(len(r.Detections))))
+	if len(r.Detections) == 0 || i >= len(times) {
+		return -1
+	}
+	slices.Sort(times)
+	return times[i]
 }
 
 type scaleReport struct {
@@ -44,6 +78,11 @@ var scalePanels = [][]struct {
 		{"idle requests to the apiservers", "requests / s", func(r scaleResult) float64 { return r.IdleReqPerSec }},
 		{"time until every cluster is connected", "s", func(r scaleResult) float64 { return r.ConnectS }},
 	},
+	{
+		{"p99 of a Get under steady load", "ms", scaleResult.loadP99},
+		{"dead-cluster detection, p50 of the killed", "s", func(r scaleResult) float64 { return r.detect(0.5) }},
+		{"dead-cluster detection, max of the killed", "s", func(r scaleResult) float64 { return r.detect(1) }},
+	},
 }
 
 // runScale draws every panel of a scale run's JSON in into the PNG out.
@@ -53,16 +92,27 @@ func runScale(in, out string) error {
 		return err
 	}
 	var order []string
+	var ticks plot.ConstantTicks // one at each fleet size
+	lo, hi := math.Inf(1), 0.0
 	for _, r := range rep.Results {
 		if !slices.Contains(order, r.Strategy) {
 			order = append(order, r.Strategy)
 		}
+		x := float64(r.Clusters)
+		if !slices.ContainsFunc(ticks, func(t plot.Tick) bool { return t.Value == x }) {
+			ticks = append(ticks, plot.Tick{Value: x, Label: fmt.Sprint(r.Clusters)})
+		}
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	if len(order) == 0 {
+		return fmt.Errorf("%s: no results", in)
 	}
 	grid := make([][]*plot.Plot, len(scalePanels))
 	for i, row := range scalePanels {
 		for _, panel := range row {
 			p := plot.New()
-			p.Title.Text, p.X.Label.Text, p.Y.Label.Text = panel.title, "Clusters", panel.y
+			p.Title.Text, p.X.Label.Text, p.Y.Label.Text = panel.title, "Clusters (log scale)", panel.y
+			p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, ticks
 			p.Legend.Top, p.Legend.Left = true, true
 			p.Add(plotter.NewGrid())
 			for k, s := range order {
@@ -70,6 +120,9 @@ func runScale(in, out string) error {
 					return err
 				}
 			}
+			// Every panel spans the sizes, one without lines too (a log
+			// scale needs a positive range).
+			p.X.Min, p.X.Max = min(p.X.Min, lo), max(p.X.Max, hi)
 			p.Y.Min = 0
 			grid[i] = append(grid[i], p)
 		}

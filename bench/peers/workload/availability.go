@@ -2,6 +2,7 @@ package workload
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -43,6 +44,7 @@ type sampler struct {
 	period    time.Duration
 	cancel    context.CancelFunc
 	done      chan struct{}
+	sampled   chan struct{} // closed once every cluster was asked once
 
 	mu       sync.Mutex
 	a        Availability
@@ -50,21 +52,27 @@ type sampler struct {
 }
 
 // startSampler starts sampling if the plan asks for it (SampleConnected)
-// and the strategy can tell (Connected), and makes rec report its
-// unsuccessful reconciles to it; it returns nil otherwise.
+// and the strategy can tell (Connected), and makes rec, if not nil, report
+// its unsuccessful reconciles to it; it returns nil otherwise.
 func startSampler(ctx context.Context, plan Plan, s Strategy, rec *Recorder) *sampler {
 	if plan.SampleConnected <= 0 || s.Connected == nil {
 		return nil
 	}
-	sm := &sampler{connected: s.Connected, period: plan.SampleConnected, done: make(chan struct{}),
+	sm := &sampler{connected: s.Connected, period: plan.SampleConnected, done: make(chan struct{}), sampled: make(chan struct{}),
 		downFrom: map[string]int64{}, a: Availability{SampleMs: plan.SampleConnected.Milliseconds(),
 			FirstConnectedUnixMs: map[string]int64{}, NotConnected: map[string][][2]int64{},
 			Failed: map[string][]int64{}, Requeued: map[string][]int64{}}}
-	for name := range plan.Roles {
+	names := plan.SampleClusters
+	if len(names) == 0 {
+		names = slices.Collect(maps.Keys(plan.Roles))
+	}
+	for _, name := range names {
 		sm.keys = append(sm.keys, client.ObjectKey{Namespace: plan.Namespace, Name: name})
 	}
 	slices.SortFunc(sm.keys, func(a, b client.ObjectKey) int { return strings.Compare(a.Name, b.Name) })
-	rec.Observe(sm.outcome)
+	if rec != nil {
+		rec.Observe(sm.outcome)
+	}
 	ctx, sm.cancel = context.WithCancel(ctx)
 	go sm.run(ctx)
 	return sm
@@ -74,8 +82,11 @@ func (sm *sampler) run(ctx context.Context) {
 	defer close(sm.done)
 	t := time.NewTicker(sm.period)
 	defer t.Stop()
-	for {
+	for first := true; ; first = false {
 		sm.sample(ctx)
+		if first {
+			close(sm.sampled)
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -111,6 +122,25 @@ func (sm *sampler) record(cluster string, up bool, now int64) {
 		sm.a.NotConnected[cluster] = append(sm.a.NotConnected[cluster], [2]int64{from, now})
 		delete(sm.downFrom, cluster)
 	}
+}
+
+// downSince reports whether every cluster that was ever seen connected has
+// been reported not connected at or after since (Unix ms).
+func (sm *sampler) downSince(since int64) bool {
+	sm.mu.Lock()
+	defer sm.mu.Unlock()
+	for _, k := range sm.keys {
+		if _, seen := sm.a.FirstConnectedUnixMs[k.Name]; !seen {
+			continue
+		}
+		if from, down := sm.downFrom[k.Name]; down && from >= since {
+			continue
+		}
+		if !slices.ContainsFunc(sm.a.NotConnected[k.Name], func(iv [2]int64) bool { return iv[0] >= since }) {
+			return false
+		}
+	}
+	return true
 }
 
 // outcome is the Recorder's observer.

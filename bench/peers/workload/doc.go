@@ -3,7 +3,10 @@
 // workload cluster's client from the strategy under test and reads and
 // writes one ConfigMap in that cluster), the figures it records, and the
 // flags-in, JSON-out protocol with the driver (bench/peers/driver), and,
-// for scale runs, the idle window (-idle, package idle) and, for the success
+// for scale runs, the idle window (-idle, package idle), the load window
+// that follows it (-load-rate, package load) and the dead-cluster
+// detection that ends the run (-detect-within: -sample-connected only for
+// the -sample-clusters, while the driver kills them) and, for the success
 // tail, the timings of reconciles and requests (-timings).
 //
 // It is a module of its own, requiring the oldest client-go and

@@ -98,7 +98,7 @@ func Run(ctx context.Context, p Peer, plan Plan, out io.Writer) error {
 		return fmt.Errorf("setting up %s: %w", p.Name, err)
 	}
 	rec := NewRecorder(plan)
-	sampled := startSampler(runCtx, plan, strategy, rec)
+	sampled := runSampler(runCtx, plan, strategy, rec)
 	labelled := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[ClusterNameLabel] != "" })
 	b := ctrl.NewControllerManagedBy(mgr).Named("workload").
 		For(&corev1.ConfigMap{}, builder.WithPredicates(labelled)).
@@ -121,6 +121,7 @@ func Run(ctx context.Context, p Peer, plan Plan, out io.Writer) error {
 	f.Strategy, f.Version = p.Name, p.Version
 	f.Timings = plan.Timings.Dists()
 	measure(plan, requests, &f)
+	afterIdle(runCtx, plan, strategy, &f)
 	if err := json.NewEncoder(out).Encode(f); err != nil {
 		return fmt.Errorf("writing figures: %w", err)
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/clusterpool/clusterpool/bench/peers/workload/idle"
 )
 
 // Role is what the driver does to a cluster's network during a run.
@@ -73,6 +75,21 @@ type Plan struct {
 	// answers and the unsuccessful reconciles (Figures.Availability; the
 	// rotation scenario).
 	SampleConnected time.Duration
+	// SampleClusters, if not empty, are the clusters SampleConnected asks
+	// about (all of Roles otherwise).
+	SampleClusters []string
+	// LoadRate and LoadWindow: in a scale run, after the idle window, Get
+	// one cluster's ConfigMap LoadRate times a second for LoadWindow, the
+	// clusters in turn, and report the latencies (Figures.Timings, package
+	// load's names).
+	LoadRate   float64
+	LoadWindow time.Duration
+	// DetectWithin, if positive, makes a scale run end with dead-cluster
+	// detection: SampleConnected samples start only then, the peer
+	// prints idle.Faults and waits for the driver, which kills some of the
+	// sampled clusters, then samples until every one was reported not
+	// connected, or DetectWithin passed (Figures.Availability).
+	DetectWithin time.Duration
 }
 
 // ParsePlan reads a Plan from args (the flags the driver passes).
@@ -82,7 +99,7 @@ func ParsePlan(args []string) (Plan, error) {
 	fs := flag.NewFlagSet("peer", flag.ContinueOnError)
 	fs.StringVar(&p.Kubeconfig, "kubeconfig", "", "management cluster kubeconfig file")
 	fs.StringVar(&p.Namespace, "namespace", "fleet", "namespace of the Clusters and reconciled objects")
-	fs.StringVar(&roles, "roles", "", "comma-separated name=role (healthy, dead, recovering, flapping)")
+	fs.StringVar(&roles, "roles", "", "comma-separated name=role (healthy, dead, recovering, flapping); @FILE: read from FILE")
 	fs.IntVar(&p.Objects, "objects", 20, "objects per cluster")
 	fs.IntVar(&p.Workers, "workers", 10, "MaxConcurrentReconciles")
 	fs.DurationVar(&p.Work, "work", 100*time.Millisecond, "least time a successful reconcile holds its worker")
@@ -94,6 +111,13 @@ func ParsePlan(args []string) (Plan, error) {
 	fs.BoolVar(&p.RecordTimings, "timings", false, "record the phases of successful reconciles and client-go's request timings")
 	fs.BoolVar(&p.WatchNodes, "watch-nodes", false, "hold a Node informer in every workload cluster")
 	fs.DurationVar(&p.SampleConnected, "sample-connected", 0, "ask the strategy this often whether each cluster is connected; report when it was not, and when reconciles failed or requeued")
+	fs.Func("sample-clusters", "comma-separated: the clusters -sample-connected asks about (default all)", func(v string) error {
+		p.SampleClusters = strings.Split(v, ",")
+		return nil
+	})
+	fs.Float64Var(&p.LoadRate, "load-rate", 0, "scale run: after the idle window, Gets per second spread over the clusters (0: none)")
+	fs.DurationVar(&p.LoadWindow, "load-window", 20*time.Second, "scale run: how long -load-rate lasts")
+	fs.DurationVar(&p.DetectWithin, "detect-within", 0, "scale run: end with dead-cluster detection, waiting at most this long for every sampled cluster to be reported not connected")
 	if err := fs.Parse(args); err != nil {
 		return Plan{}, err
 	}
@@ -111,6 +135,10 @@ func ParsePlan(args []string) (Plan, error) {
 }
 
 func parseRoles(s string) (map[string]Role, error) {
+	s, err := idle.FlagValue(s)
+	if err != nil {
+		return nil, err
+	}
 	roles := map[string]Role{}
 	for item := range strings.SplitSeq(s, ",") {
 		name, role, ok := strings.Cut(item, "=")

@@ -9,17 +9,13 @@ import (
 	"time"
 
 	"k8s.io/client-go/tools/metrics"
+
+	"github.com/clusterpool/clusterpool/bench/peers/workload/load"
 )
 
-// Dist summarises one timing's samples, in milliseconds.
-type Dist struct {
-	N    int     `json:"n"`
-	Mean float64 `json:"mean_ms"`
-	P50  float64 `json:"p50_ms"`
-	P90  float64 `json:"p90_ms"`
-	P99  float64 `json:"p99_ms"`
-	Max  float64 `json:"max_ms"`
-}
+// Dist summarises one timing's samples, in milliseconds (load.Dist: the
+// floor reports the same summaries without linking this package).
+type Dist = load.Dist
 
 // Timings collects named durations (Plan.Timings): the phases of
 // successful reconciles and client-go's rate-limiter wait and request
@@ -52,19 +48,10 @@ func (t *Timings) Dists() map[string]Dist {
 	defer t.mu.Unlock()
 	out := make(map[string]Dist, len(t.samples))
 	for name, ds := range t.samples {
-		s := slices.Clone(ds)
-		slices.Sort(s)
-		var sum time.Duration
-		for _, d := range s {
-			sum += d
-		}
-		at := func(q int) float64 { return ms(s[min(len(s)-1, len(s)*q/100)]) }
-		out[name] = Dist{N: len(s), Mean: ms(sum) / float64(len(s)), P50: at(50), P90: at(90), P99: at(99), Max: ms(s[len(s)-1])}
+		out[name] = load.Summarize(slices.Clone(ds))
 	}
 	return out
 }
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // HookClientGo makes client-go report, into t, the rate limiter's wait
 // ("ratelimit") and the whole request ("request": wait, transport and

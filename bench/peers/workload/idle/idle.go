@@ -12,6 +12,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -19,8 +20,13 @@ import (
 // Marker starts the lines Measure prints on stderr when the idle window
 // starts ("<Marker>start") and ends ("<Marker>end"): the driver counts the
 // apiservers' requests between them, and the process's connections after
-// the end marker, then answers with a line on stdin (see Measure).
+// the end marker, then answers with a line on stdin (see Measure). Await
+// prints others.
 const Marker = "bench-peers: idle "
+
+// Faults is the marker a scale run's peer prints (Await) once it watches
+// its sampled clusters: the driver injects its faults, then answers.
+const Faults = "faults"
 
 // Figures are one idle window's measurements.
 type Figures struct {
@@ -49,8 +55,7 @@ func Measure(d time.Duration, requests func() uint64) Figures {
 	fmt.Fprintln(os.Stderr, Marker+"start")
 	time.Sleep(d)
 	end, cpu1, req1 := time.Now(), cpuTime(), requests()
-	fmt.Fprintln(os.Stderr, Marker+"end")
-	waitAck(os.Stdin)
+	Await("end", ackTimeout)
 	f := Figures{StartUnixMs: start.UnixMilli(), EndUnixMs: end.UnixMilli(), CPUSeconds: (cpu1 - cpu0).Seconds(),
 		Goroutines: runtime.NumGoroutine(), Requests: req1 - req0}
 	f.RSSBytes, f.PeakRSSBytes = RSS()
@@ -64,17 +69,41 @@ func Measure(d time.Duration, requests func() uint64) Figures {
 // ackTimeout bounds the wait for the driver's answer to the end marker.
 const ackTimeout = time.Minute
 
-// waitAck returns once r gives a line or ends, or after ackTimeout.
-func waitAck(r io.Reader) {
-	done := make(chan struct{})
+// Await prints Marker+name on stderr and returns once the driver answers
+// (a line on stdin, or its end), or after timeout.
+func Await(name string, timeout time.Duration) {
+	fmt.Fprintln(os.Stderr, Marker+name)
+	waitAck(stdinLines(), timeout)
+}
+
+// stdinLines is a channel that gets a value for every line of stdin and is
+// closed at its end: one reader for every Await, so that an answer that
+// comes after its Await timed out is not lost in a reader's buffer.
+var stdinLines = sync.OnceValue(func() <-chan struct{} { return lines(os.Stdin) })
+
+// lines sends a value on the channel it returns for every line of r, and
+// closes it when r ends.
+func lines(r io.Reader) <-chan struct{} {
+	ch := make(chan struct{})
 	go func() {
-		defer close(done)
-		_, _ = bufio.NewReader(r).ReadString('\n')
+		defer close(ch)
+		br := bufio.NewReader(r)
+		for {
+			if _, err := br.ReadString('\n'); err != nil {
+				return
+			}
+			ch <- struct{}{}
+		}
 	}()
-	t := time.NewTimer(ackTimeout)
+	return ch
+}
+
+// waitAck returns once acks gives a value or is closed, or after timeout.
+func waitAck(acks <-chan struct{}, timeout time.Duration) {
+	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
-	case <-done:
+	case <-acks:
 	case <-t.C:
 	}
 }
