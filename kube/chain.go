@@ -13,7 +13,7 @@ import (
 
 // links are the parts of a cluster's transport chain its Cluster keeps.
 type links struct {
-	conns connCloser      // closes every connection of the chain
+	conns *liveness       // closes every connection of the chain, and records their reads
 	rot   *rotator        // nil: the credentials do not rotate in place
 	guard *reqguard.Guard // nil: RequestOptions.Disable
 }
@@ -32,25 +32,33 @@ type links struct {
 //     connrotation.Dialer so that Stop closes every connection (client-go's
 //     idle-connection closing misses one a stream still uses).
 //
+// Every connection records its reads in the cluster's liveness (the
+// Prober's evidence), and the *http.Transport pings an idle HTTP/2
+// connection every pingEvery (newLink; pingIdle, unless the source's
+// config has a WrapTransport of its own).
+//
 // Every layer forwards WrappedRoundTripper, so that client-go's
 // CloseIdleConnectionsFor reaches the *http.Transport. A Dial of its own
 // also keeps the transport out of client-go's process-wide TLS cache, where
 // clusters with the same credentials would share one.
 func (d *Dialer) transportChain(key client.ObjectKey, cfg, srcCfg *rest.Config, rev string) (links, error) {
-	var l links
+	l := links{conns: newLiveness()}
 	if rev != "" && rotatable(srcCfg) {
-		rot, err := newRotator(key, d.src, srcCfg, rev, d.opts.RequestTimeout)
+		rot, err := newRotator(key, d.src, srcCfg, rev, d.opts.RequestTimeout, l.conns)
 		if err != nil {
 			return links{}, fmt.Errorf("kube: transport for cluster %s: %w", key, err)
 		}
 		rot.install(cfg)
-		l.conns, l.rot = rot, rot
+		l.conns.connCloser, l.rot = rot, rot
 	} else {
-		conns := connrotation.NewDialer(baseDial(cfg.Dial))
+		if cfg.WrapTransport == nil { // else what is below pingIdle is not client-go's
+			cfg.Wrap(pingIdle)
+		}
+		conns := connrotation.NewDialer(baseDial(cfg.Dial, l.conns))
 		cfg.Dial = conns.DialContext
-		l.conns = conns
+		l.conns.connCloser = conns
 	}
-	if !cfg.DisableCompression { // wrapped first: below the guard
+	if !cfg.DisableCompression { // wrapped before the guard: below it
 		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &watchGzip{next: rt} })
 	}
 	if !d.opts.Requests.Disable {

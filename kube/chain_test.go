@@ -16,7 +16,8 @@ import (
 // TestTransportChainForwards walks WrappedRoundTripper from the informers'
 // client down to the *http.Transport for every combination of guard, watch
 // decompression and rotation: every layer forwards, and kube's layers come
-// in the order transportChain states.
+// in the order transportChain states; the *http.Transport pings idle
+// connections.
 func TestTransportChainForwards(t *testing.T) {
 	for _, guard := range []bool{true, false} {
 		for _, gzip := range []bool{true, false} {
@@ -71,7 +72,10 @@ func chainLayers(t *testing.T, guard, gzip, rotate bool) []string {
 	var layers []string
 	for rt := informerClient(hc).Transport; ; {
 		layers = append(layers, fmt.Sprintf("%T", rt))
-		if _, ok := rt.(*http.Transport); ok {
+		if tr, ok := rt.(*http.Transport); ok {
+			if tr.HTTP2 == nil || tr.HTTP2.SendPingTimeout != pingEvery {
+				t.Fatalf("chain %v: the transport's HTTP2 config %+v sends no PING every %v", layers, tr.HTTP2, pingEvery)
+			}
 			return layers
 		}
 		w, ok := rt.(utilnet.RoundTripperWrapper)

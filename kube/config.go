@@ -4,18 +4,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"net/url"
-	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/clusterpool/clusterpool/internal/kubeconfigpolicy"
 )
 
 // ConfigSource yields the REST config of a workload cluster. revision
@@ -45,7 +41,7 @@ func KubeconfigSecretName(cluster string) string { return cluster + "-kubeconfig
 // is missing its key, does not parse, or is refused by its
 // KubeconfigPolicy (then ErrKubeconfigRefused matches too). The error
 // names the Secret and the offending field, never the content.
-var ErrInvalidKubeconfig = errors.New("kube: invalid kubeconfig")
+var ErrInvalidKubeconfig = kubeconfigpolicy.ErrInvalid
 
 // SecretSource reads Cluster API kubeconfig Secrets
 // (<cluster-name>-kubeconfig, key "value", in the cluster's namespace)
@@ -61,8 +57,8 @@ type SecretSource struct {
 	// manager's client, whose Secret informer SecretWatcher shares: an
 	// uncached one (mgr.GetAPIReader) costs a GET per dial under the
 	// manager's client-side rate limit (client-go's default is 5 per
-	// second, burst 10), which in bench/peers spread the first connects of
-	// 32 clusters over 5.8 s instead of 0.1 s.
+	// second, burst 10), which spreads the first connects of many clusters
+	// over seconds (bench/peers/README.md).
 	Reader client.Reader
 	// Policy is what a kubeconfig may use beyond inline data; the zero
 	// value allows nothing (see KubeconfigPolicy).
@@ -122,103 +118,6 @@ func ParseKubeconfig(data []byte) (*rest.Config, error) {
 // Its error matches ErrInvalidKubeconfig (and ErrKubeconfigRefused for a
 // refusal), names fields only, and never contains any of data: parser
 // messages can quote the input, so they are not passed on.
-func ParseKubeconfigWith(data []byte, policy KubeconfigPolicy) (cfg *rest.Config, err error) {
-	if len(data) == 0 {
-		return nil, fmt.Errorf("%w: empty", ErrInvalidKubeconfig)
-	}
-	defer func() {
-		if r := recover(); r != nil { // a parser bug must not take the controller down
-			cfg, err = nil, fmt.Errorf("%w: parser failed", ErrInvalidKubeconfig)
-		}
-	}()
-	raw, err := clientcmd.Load(data)
-	if err != nil {
-		return nil, fmt.Errorf("%w: does not parse", ErrInvalidKubeconfig)
-	}
-	if err := policy.check(kubeconfigUses(raw)); err != nil {
-		return nil, err
-	}
-	current, err := currentOnly(raw)
-	if err != nil {
-		return nil, err
-	}
-	// No ConfigAccess: nothing is ever persisted (an auth-provider would
-	// otherwise write tokens to the controller's own kubeconfig file).
-	cfg, err = clientcmd.NewNonInteractiveClientConfig(*current, current.CurrentContext,
-		&clientcmd.ConfigOverrides{}, nil).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("%w: current context is not usable", ErrInvalidKubeconfig)
-	}
-	if err := policy.check(restUses(cfg)); err != nil {
-		return nil, err
-	}
-	return cfg, nil
-}
-
-// checkServer refuses a server URL that is not an absolute http(s) URL
-// with a host, whose port (if given) is not in 1–65535, or that carries
-// userinfo, a query or a fragment: credentials belong in the user entry
-// (Go's HTTP client would send userinfo as basic auth, and errors quote
-// URLs), and client-go drops a query from its requests anyway. The error
-// names the part, never the value.
-func checkServer(server string) error {
-	u, err := url.Parse(server)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return fmt.Errorf("%w: server is not an https URL", ErrInvalidKubeconfig)
-	}
-	if u.User != nil {
-		return fmt.Errorf("%w: server carries userinfo (put credentials in the user entry)", ErrInvalidKubeconfig)
-	}
-	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
-		return fmt.Errorf("%w: server carries a query or a fragment", ErrInvalidKubeconfig)
-	}
-	if !validPort(u) {
-		return fmt.Errorf("%w: server port is not in 1-65535", ErrInvalidKubeconfig)
-	}
-	return nil
-}
-
-// validPort reports whether u has no port, or one in 1–65535 (url.Parse
-// takes any digits, and an empty port after the colon).
-func validPort(u *url.URL) bool {
-	if u.Port() == "" {
-		return !strings.HasSuffix(u.Host, ":")
-	}
-	port, err := strconv.Atoi(u.Port())
-	return err == nil && port >= 1 && port <= 65535
-}
-
-// currentOnly returns a kubeconfig holding only raw's current context, its
-// cluster and its user, under fixed names, so that no other entry (and no
-// default of client-go's, such as $KUBERNETES_MASTER) can be used.
-func currentOnly(raw *clientcmdapi.Config) (*clientcmdapi.Config, error) {
-	kctx, ok := raw.Contexts[raw.CurrentContext]
-	if raw.CurrentContext == "" || !ok || kctx == nil {
-		return nil, fmt.Errorf("%w: current-context names no context", ErrInvalidKubeconfig)
-	}
-	cluster, ok := raw.Clusters[kctx.Cluster]
-	if !ok || cluster == nil {
-		return nil, fmt.Errorf("%w: current context names no cluster", ErrInvalidKubeconfig)
-	}
-	if cluster.Server == "" {
-		return nil, fmt.Errorf("%w: no server", ErrInvalidKubeconfig)
-	}
-	if err := checkServer(cluster.Server); err != nil {
-		return nil, err
-	}
-	// A user named "" is a user like any other (client-go keeps its
-	// credentials; Cluster API's FromEnvTestConfig writes one); a context
-	// naming a user that is not there is an error.
-	user := clientcmdapi.NewAuthInfo()
-	if u, ok := raw.AuthInfos[kctx.AuthInfo]; ok && u != nil {
-		user = u
-	} else if kctx.AuthInfo != "" {
-		return nil, fmt.Errorf("%w: current context names no user", ErrInvalidKubeconfig)
-	}
-	out := clientcmdapi.NewConfig()
-	out.Clusters["cluster"] = cluster
-	out.AuthInfos["user"] = user
-	out.Contexts["current"] = &clientcmdapi.Context{Cluster: "cluster", AuthInfo: "user", Namespace: kctx.Namespace}
-	out.CurrentContext = "current"
-	return out, nil
+func ParseKubeconfigWith(data []byte, policy KubeconfigPolicy) (*rest.Config, error) {
+	return kubeconfigpolicy.Parse(data, kubeconfigpolicy.Policy(policy))
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"runtime/pprof"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -15,8 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/clusterpool/clusterpool/internal/cachedread"
 	"github.com/clusterpool/clusterpool/internal/opt"
 	"github.com/clusterpool/clusterpool/internal/reqguard"
+	"github.com/clusterpool/clusterpool/internal/restmapper"
 	"github.com/clusterpool/clusterpool/pool"
 )
 
@@ -29,7 +32,7 @@ type Dialer struct {
 	pool    poolRef
 	metrics *reqguard.Metrics
 	// mappers holds the mappings the clusters' default RESTMappers share.
-	mappers *mapperTable
+	mappers *restmapper.Table
 	// inCluster identifies this controller's Pod (InCluster); nil: never
 	// switch to the in-cluster endpoint.
 	inCluster *inClusterPod
@@ -51,7 +54,7 @@ func NewDialer(src ConfigSource, opts DialerOptions) (*Dialer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kube: request metrics: %w", err)
 	}
-	d := &Dialer{src: src, opts: opts, metrics: metrics, mappers: newMapperTable()}
+	d := &Dialer{src: src, opts: opts, metrics: metrics, mappers: restmapper.NewTable()}
 	if opts.InCluster {
 		d.inCluster = podFromEnv(opts.Logger)
 	}
@@ -60,10 +63,22 @@ func NewDialer(src ConfigSource, opts DialerOptions) (*Dialer, error) {
 
 // Dial reads key's config, checks that the cluster answers /readyz
 // (switching to the in-cluster endpoint when InCluster finds this
-// controller's Pod in it), and builds a cached and an uncached client
-// sharing one HTTP client. The cache's informers run until the Cluster is
-// stopped, not until ctx ends.
-func (d *Dialer) Dial(ctx context.Context, key client.ObjectKey) (*Cluster, error) {
+// controller's Pod in it), and builds an uncached client and, over it, a
+// client reading through the cache. The cache's informers run until the
+// Cluster is stopped, not until ctx ends. Every goroutine it starts for
+// the cluster (its informers, its connections' readers) carries the pprof
+// label GoroutineLabel.
+func (d *Dialer) Dial(ctx context.Context, key client.ObjectKey) (c *Cluster, err error) {
+	pprof.Do(ctx, pprof.Labels(GoroutineLabel, key.String()), func(ctx context.Context) { c, err = d.dial(ctx, key) })
+	return c, err
+}
+
+// GoroutineLabel is the pprof label, valued with the cluster's key, on the
+// goroutines a Dialer starts for a cluster (see Dial).
+const GoroutineLabel = "clusterpool.cluster"
+
+// dial is Dial under the label.
+func (d *Dialer) dial(ctx context.Context, key client.ObjectKey) (*Cluster, error) {
 	start := time.Now()
 	log := d.opts.Logger.WithValues("cluster", key.String())
 	srcCfg, rev, err := d.src.Config(ctx, key)
@@ -142,8 +157,7 @@ func (d *Dialer) build(ctx context.Context, key client.ObjectKey, cfg *rest.Conf
 	if err != nil {
 		return nil, fmt.Errorf("kube: client for cluster %s: %w", key, redactURL(err))
 	}
-	cached, err := client.New(cfg, client.Options{HTTPClient: hc, Scheme: d.opts.Scheme, Mapper: mapper,
-		Cache: &client.CacheOptions{Reader: ca, DisableFor: d.opts.DisableFor, Unstructured: d.opts.Unstructured}})
+	cached, err := cachedread.New(uncached, ca, d.opts.DisableFor, d.opts.Unstructured)
 	if err != nil {
 		return nil, fmt.Errorf("kube: client for cluster %s: %w", key, redactURL(err))
 	}
@@ -157,7 +171,7 @@ func (d *Dialer) mapper(cfg *rest.Config, hc *http.Client) (meta.RESTMapper, err
 	if d.opts.MapperProvider != nil {
 		return d.opts.MapperProvider(cfg, hc)
 	}
-	return d.mappers.newDiscoveryMapper(cfg, hc), nil
+	return d.mappers.New(cfg, hc), nil
 }
 
 // reach returns cfg's HTTP client once the cluster answers /readyz.
@@ -175,12 +189,16 @@ func (d *Dialer) reach(ctx context.Context, key client.ObjectKey, cfg *rest.Conf
 	return hc, nil
 }
 
-// baseDial returns dial, or client-go's default dialer if it is nil.
-func baseDial(dial connrotation.DialFunc) connrotation.DialFunc {
-	if dial != nil {
+// baseDial returns dial, or client-go's default dialer if it is nil, with
+// its connections' reads recorded in wire (see liveness) unless wire is nil.
+func baseDial(dial connrotation.DialFunc, wire *liveness) connrotation.DialFunc {
+	if dial == nil {
+		dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	}
+	if wire == nil {
 		return dial
 	}
-	return (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	return wire.dial(dial)
 }
 
 // NewPool returns a pool that dials with d and stops each Cluster when it

@@ -109,7 +109,7 @@ type DialerOptions struct {
 	// and _PORT, and the service account's CA), as ClusterCache does: when
 	// POD_NAMESPACE, POD_NAME and POD_UID are set (read by NewDialer) and
 	// the cluster holds that Pod with that UID. Without these variables it
-	// does nothing. See incluster.go.
+	// does nothing.
 	InCluster bool
 	// MapperProvider builds each cluster's RESTMapper, for its clients and
 	// its cache (as controller-runtime's cluster.Options.MapperProvider
@@ -118,18 +118,13 @@ type DialerOptions struct {
 	// controller-runtime dynamic RESTMapper of its own, which holds the
 	// cluster's whole discovery.
 	//
-	// nil means a mapper that reads the cluster's discovery when it is
-	// first used and again when a lookup finds no match (a CRD installed
-	// since), as the dynamic RESTMapper does, but holds no mapping of its
-	// own: clusters whose discoveries map the same (the same groups,
-	// versions, and resources with the same kinds, names and scopes, as
-	// clusters of one Kubernetes version with the same CRDs report) share
-	// one mapping per Dialer, built once; a cluster whose discovery differs
-	// in any of these gets its own mapping. After a lookup finds no match
-	// it reads the whole discovery again (GET /api and /apis), where the
-	// dynamic RESTMapper may read only the group version asked for. A
-	// server without aggregated discovery gets a dynamic RESTMapper of its
-	// own.
+	// nil means a mapper that, like the dynamic RESTMapper, reads the
+	// cluster's discovery when first used and again (all of GET /api and
+	// /apis) when a lookup finds no match (a CRD installed since), but
+	// holds no mapping of its own: clusters whose discoveries map the same
+	// (the same groups, versions, and resources with the same kinds, names
+	// and scopes) share one mapping per Dialer, built once. A server
+	// without aggregated discovery gets a dynamic RESTMapper of its own.
 	MapperProvider func(cfg *rest.Config, httpClient *http.Client) (meta.RESTMapper, error)
 	// Cache is passed to cache.New (Scheme, Mapper and HTTPClient are set by
 	// the dialer).

@@ -29,27 +29,30 @@
 //
 //   - Dialer (dialer.go, chain.go, incluster.go, initialsync.go): reads a
 //     ConfigSource, builds the cluster's transport chain (transportChain
-//     states its order), checks /readyz, builds a Cluster and warms its
-//     cache. NewPool makes a pool.Pool dial with it.
+//     states its order), checks /readyz, switches to the in-cluster
+//     endpoint (internal/incluster), builds a Cluster and warms its cache.
+//     NewPool makes a pool.Pool dial with it.
 //   - Cluster (cluster.go, readtimeout.go): one dialed cluster's clients,
 //     cache and HTTP client; Stop ends them and closes every connection.
 //   - ConfigSource, SecretSource, KubeconfigPolicy (config.go,
 //     kubeconfig_policy.go): where configs come from, and what a kubeconfig
-//     may hold.
+//     may hold (parsed and checked by internal/kubeconfigpolicy).
 //   - guardedTransport, classTransport (transport.go, requests.go): each
 //     request through the cluster's reqguard.Guard (bulkhead, first-byte
 //     deadline, passive health).
 //   - watchGzip (watchgzip.go): compressed watches decompressed member by
-//     member.
+//     member (internal/watchgzip).
 //   - rotator, generation, decide (rotator.go, generation.go,
 //     credentials.go): credentials that change in place.
 //   - SecretWatcher (secrets.go): changed kubeconfig Secrets, acted on from
 //     one goroutine: rotate in place, or the pool's Redial or Connect.
-//   - Prober (probe.go), Admission (admission.go), Source (source.go),
-//     Requeue (requeue.go): health probes, which clusters may be dialed,
-//     reconcile triggers, reconcile results.
-//   - discoveryMapper, mapperTable (mapper.go, mapper_table.go): each
-//     cluster's RESTMapper, one mapping shared per distinct discovery.
+//   - Prober, liveness (probe.go, liveness.go): health; the wire's reads
+//     (HTTP/2 PING acks included) stand in for most GET /readyz.
+//   - Admission (admission.go), Source (source.go), Requeue (requeue.go):
+//     which clusters may be dialed, reconcile triggers, reconcile results.
+//   - internal/restmapper: each cluster's default RESTMapper, one mapping
+//     shared per distinct discovery; internal/cachedread: Cluster.Client,
+//     the Uncached client reading through the cache.
 //
 // # Locks
 //
@@ -64,13 +67,12 @@
 //  4. rotator.mu: the live generations, their links' users, the TLS
 //     settings, stopped.
 //  5. generation.mu: a generation's phase changes, open streams and timer.
-//  6. gzipMembers.mu: whether a Read runs and whether Close came; the
-//     body is read without it.
-//  7. mapperTable.mu: the shared mappings by digest.
 //
-// Two singleflights stand where a lock would be held across a request:
-// discoveryMapper.loads (one discovery read per mapping it replaces) and
-// rotator.flight (one ConfigSource read for the 401s of a generation).
+// internal/watchgzip and internal/restmapper document their own locks,
+// leaves too. Two singleflights stand where a lock would be held across a
+// request: restmapper.Mapper's loads (one discovery read per mapping it
+// replaces) and rotator.flight (one ConfigSource read for the 401s of a
+// generation).
 // generation.close takes generation.mu, releases it, then takes rotator.mu
 // (release).
 //

@@ -9,6 +9,7 @@ import (
 	"path"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -37,10 +38,11 @@ var footprintProfile = flag.String("footprint.heapprofile", "", "write a heap pr
 // all to the workload apiserver, each on a connection of its own.
 const footprintFleet = 50
 
-// BenchmarkClusterFootprint measures what a connected cluster keeps: the
-// live heap (B/cluster), goroutines and their stacks per cluster of footprintFleet
-// clusters each watching Nodes and having read a ConfigMap once, as
-// bench/peers' scale runs do. impl=client-go is bench/peers/floor's bare
+// BenchmarkClusterFootprint measures what a connected cluster keeps (the
+// live heap, B/cluster; goroutines and their stacks) and what connecting
+// it allocated (alloc-B/cluster: garbage, which grows the heap to its GC
+// goal), per cluster of footprintFleet clusters each watching Nodes and
+// having read a ConfigMap once, as bench/peers' scale runs do. impl=client-go is bench/peers/floor's bare
 // client-go cluster (one clientset, one Node informer); impl=dialer a
 // Dialer's Cluster with default options, impl=dynamic-mapper the same
 // with a controller-runtime dynamic RESTMapper per cluster.
@@ -48,30 +50,17 @@ func BenchmarkClusterFootprint(b *testing.B) {
 	work := suite.Need(b)[1]
 	b.Run("impl=client-go", func(b *testing.B) {
 		for b.Loop() {
-			stop := make(chan struct{})
-			var runs sync.WaitGroup
-			conns := connrotation.NewDialer((&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext)
-			footprint(b, func(int) { clientGoCluster(b, work, conns, &runs, stop) })
-			close(stop)
-			runs.Wait()
-			conns.CloseAll()
+			connect, stop := clientGoFleet(b, work)
+			footprint(b, connect)
+			stop()
 		}
 	})
 	dialer := func(opts DialerOptions) func(b *testing.B) {
 		return func(b *testing.B) {
 			for b.Loop() {
-				opts.WatchTypes = []client.Object{&corev1.Node{}}
-				d, err := NewDialer(ConfigFunc(func(context.Context, client.ObjectKey) (*rest.Config, error) {
-					return rest.CopyConfig(work), nil
-				}), opts)
-				if err != nil {
-					b.Fatal(err)
-				}
-				var clusters []*Cluster
-				footprint(b, func(i int) { clusters = append(clusters, dialCluster(b, d, i)) })
-				for _, c := range clusters {
-					c.Stop()
-				}
+				connect, stop := dialerFleet(b, work, opts)
+				footprint(b, connect)
+				stop()
 			}
 		}
 	}
@@ -79,8 +68,76 @@ func BenchmarkClusterFootprint(b *testing.B) {
 	b.Run("impl=dynamic-mapper", dialer(DialerOptions{MapperProvider: apiutil.NewDynamicRESTMapper}))
 }
 
+// extraGoroutines is how many goroutines a Dialer's Cluster watching Nodes
+// keeps beyond bench/peers/floor's bare client-go cluster (9 with
+// client-go v0.36): controller-runtime's cache blocked in Informers.Start
+// until Stop (Dial's goroutine), its informer's syncs.MergeChans, and the
+// context package's goroutine that passes the informer's cancellation
+// (client-go's wait.ContextForChannel, which the context package cannot
+// reach) to the context the transport chain derives for the watch (the
+// guard's flight; with rotating credentials generation.send derives one
+// too, from the flight's, which costs none).
+const extraGoroutines = 3
+
+// A connected Cluster keeps no goroutine beyond client-go's but
+// extraGoroutines.
+func TestDialGoroutinesPerCluster(t *testing.T) {
+	needEnvtest(t)
+	const n = 20
+	connect, stop := clientGoFleet(t, workCfg)
+	floor := goroutinesPerCluster(t, n, connect)
+	stop()
+	connect, stop = dialerFleet(t, workCfg, DialerOptions{})
+	defer stop()
+	got := goroutinesPerCluster(t, n, connect)
+	t.Logf("goroutines per cluster: %.1f, client-go's %.1f", got, floor)
+	if got > floor+extraGoroutines+0.5 {
+		t.Fatalf("a Cluster keeps %.1f goroutines, client-go %.1f: more than %d extra", got, floor, extraGoroutines)
+	}
+}
+
+// goroutinesPerCluster connects n clusters with connect, waits until each
+// watches, and returns the goroutines they added, per cluster.
+func goroutinesPerCluster(t *testing.T, n int, connect func(int)) float64 {
+	t.Helper()
+	g, watches := runtime.NumGoroutine(), goroutinesIn(t, "cache.handleAnyWatch")
+	for i := range n {
+		connect(i)
+	}
+	for deadline := time.Now().Add(30 * time.Second); goroutinesIn(t, "cache.handleAnyWatch") < watches+n; {
+		if time.Now().After(deadline) {
+			t.Fatal("the watches did not start within 30 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return float64(runtime.NumGoroutine()-g) / float64(n)
+}
+
+// goroutinesIn counts the goroutines with fn on their stack.
+func goroutinesIn(t *testing.T, fn string) int {
+	t.Helper()
+	var b strings.Builder
+	if err := pprof.Lookup("goroutine").WriteTo(&b, 1); err != nil {
+		t.Fatal(err)
+	}
+	_, entries, _ := strings.Cut(b.String(), "\n") // the header line
+	n := 0
+	for _, e := range strings.Split(entries, "\n\n") {
+		if !strings.Contains(e, fn) {
+			continue
+		}
+		count, _, _ := strings.Cut(e, " @")
+		c, err := strconv.Atoi(count)
+		if err != nil {
+			t.Fatalf("goroutine profile entry %q: %v", e, err)
+		}
+		n += c
+	}
+	return n
+}
+
 // footprint connects footprintFleet clusters with connect and reports the
-// live heap and goroutines they added, per cluster; with
+// live heap, goroutines and allocations they added, per cluster; with
 // -footprint.heapprofile, it writes the profiles then.
 func footprint(b *testing.B, connect func(i int)) {
 	b.Helper()
@@ -96,6 +153,7 @@ func footprint(b *testing.B, connect func(i int)) {
 	b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/footprintFleet, "B/cluster")
 	b.ReportMetric(float64(runtime.NumGoroutine()-g)/footprintFleet, "goroutines/cluster")
 	b.ReportMetric(float64(int64(after.StackInuse)-int64(before.StackInuse))/footprintFleet, "stack-B/cluster")
+	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/footprintFleet, "alloc-B/cluster")
 	if *footprintProfile == "" {
 		return
 	}
@@ -105,7 +163,7 @@ func footprint(b *testing.B, connect func(i int)) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		err = pprof.Lookup(name).WriteTo(f, 1)
+		err = pprof.Lookup(name).WriteTo(f, map[string]int{"heap": 1, "goroutine": 2}[name]) // 2: each with its creator
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
@@ -115,9 +173,40 @@ func footprint(b *testing.B, connect func(i int)) {
 	}
 }
 
+// clientGoFleet returns connect, which connects bare client-go clusters
+// (clientGoCluster) to work, and stop, which stops them.
+func clientGoFleet(tb testing.TB, work *rest.Config) (connect func(int), stop func()) {
+	done := make(chan struct{})
+	var runs sync.WaitGroup
+	conns := connrotation.NewDialer((&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext)
+	return func(int) { clientGoCluster(tb, work, conns, &runs, done) }, func() {
+		close(done)
+		runs.Wait()
+		conns.CloseAll()
+	}
+}
+
+// dialerFleet returns connect, which dials cluster i of work with a Dialer
+// of opts watching Nodes (dialCluster), and stop, which stops them.
+func dialerFleet(tb testing.TB, work *rest.Config, opts DialerOptions) (connect func(int), stop func()) {
+	opts.WatchTypes = []client.Object{&corev1.Node{}}
+	d, err := NewDialer(ConfigFunc(func(context.Context, client.ObjectKey) (*rest.Config, error) {
+		return rest.CopyConfig(work), nil
+	}), opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var clusters []*Cluster
+	return func(i int) { clusters = append(clusters, dialCluster(tb, d, i)) }, func() {
+		for _, c := range clusters {
+			c.Stop()
+		}
+	}
+}
+
 // dialCluster dials cluster i with d and reads a ConfigMap through its
 // uncached client.
-func dialCluster(b *testing.B, d *Dialer, i int) *Cluster {
+func dialCluster(b testing.TB, d *Dialer, i int) *Cluster {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -136,7 +225,7 @@ func dialCluster(b *testing.B, d *Dialer, i int) *Cluster {
 // does (its own connection, one clientset, a Node informer running until
 // stop closes, in runs) and reads a ConfigMap once; conns dials its
 // connection.
-func clientGoCluster(b *testing.B, work *rest.Config, conns *connrotation.Dialer, runs *sync.WaitGroup, stop chan struct{}) {
+func clientGoCluster(b testing.TB, work *rest.Config, conns *connrotation.Dialer, runs *sync.WaitGroup, stop chan struct{}) {
 	b.Helper()
 	cfg := rest.CopyConfig(work)
 	cfg.QPS, cfg.Burst = 20, 30

@@ -15,6 +15,8 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/clusterpool/clusterpool/internal/kubeconfigpolicy"
 )
 
 // vocabulary is every word ParseKubeconfig's errors are made of: the fixed
@@ -24,19 +26,19 @@ var vocabulary = strings.Join([]string{
 	"kube: invalid kubeconfig: empty | does not parse | no server | parser failed | current context is not usable",
 	"current-context names no context | current context names no cluster | current context names no user",
 	"server is not an https URL",
-	KubeconfigPolicy{}.check(everyUse()).Error(),
+	kubeconfigpolicy.Policy{}.Check(everyUse()).Error(),
 }, " | ")
 
 // everyUse is every use the policy checks, of kubeconfigs and of REST
 // configs.
-func everyUse() []use {
-	uses := restUses(&rest.Config{Host: "http://h", ExecProvider: &clientcmdapi.ExecConfig{},
+func everyUse() []kubeconfigpolicy.Use {
+	uses := kubeconfigpolicy.RESTUses(&rest.Config{Host: "http://h", ExecProvider: &clientcmdapi.ExecConfig{},
 		AuthProvider: &clientcmdapi.AuthProviderConfig{}, BearerTokenFile: "f",
 		TLSClientConfig: rest.TLSClientConfig{CAFile: "f", Insecure: true},
 		Proxy:           http.ProxyFromEnvironment, Impersonate: rest.ImpersonationConfig{UserName: "u"}})
 	for _, row := range refusedRows() {
 		for _, c := range row.needs {
-			uses = append(uses, use{row.field, c})
+			uses = append(uses, kubeconfigpolicy.Use{Field: row.field, Needs: c})
 		}
 	}
 	return uses

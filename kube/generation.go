@@ -27,8 +27,9 @@ type link struct {
 	users int // generations using it, under rotator.mu
 }
 
-// newLink builds the transport of tlsc; its error quotes no credential.
-func newLink(tlsc rest.TLSClientConfig, disableCompression bool) (*link, error) {
+// newLink builds the transport of tlsc, its connections' reads recorded in
+// wire (nil: not recorded); its error quotes no credential.
+func newLink(tlsc rest.TLSClientConfig, disableCompression bool, wire *liveness) (*link, error) {
 	tc, err := (&rest.Config{TLSClientConfig: tlsc}).TransportConfig()
 	if err != nil {
 		return nil, errors.New("kube: the TLS settings are not usable")
@@ -37,10 +38,10 @@ func newLink(tlsc rest.TLSClientConfig, disableCompression bool) (*link, error) 
 	if err != nil { // tls.X509KeyPair's messages quote no key, but say nothing more
 		return nil, errors.New("kube: the client certificate and key, or the CA, are not usable")
 	}
-	conns := connrotation.NewDialer(baseDial(nil))
+	conns := connrotation.NewDialer(baseDial(nil, wire))
 	rt := utilnet.SetTransportDefaults(&http.Transport{Proxy: http.ProxyFromEnvironment,
 		TLSHandshakeTimeout: 10 * time.Second, TLSClientConfig: tlsConf, MaxIdleConnsPerHost: 25,
-		DialContext: conns.DialContext, DisableCompression: disableCompression})
+		DialContext: conns.DialContext, DisableCompression: disableCompression, HTTP2: pingConfig()})
 	return &link{tls: tlsc, rt: rt, conns: conns}, nil
 }
 

@@ -61,7 +61,7 @@ func get(t *testing.T, r *rotator, url string) {
 // connection the old token used, through the same transport.
 func TestTokenRotationKeepsTheConnection(t *testing.T) {
 	cfgFor, conns, _ := rotationServer(t)
-	r, err := newRotator(client.ObjectKey{Name: "c"}, &swappableSource{}, cfgFor("t1"), "1", 5*time.Second)
+	r, err := newRotator(client.ObjectKey{Name: "c"}, &swappableSource{}, cfgFor("t1"), "1", 5*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestTokenRotationKeepsTheConnection(t *testing.T) {
 // timer.
 func TestCloseStopsTheGenerationsTimer(t *testing.T) {
 	cfgFor, _, _ := rotationServer(t)
-	r, err := newRotator(client.ObjectKey{Name: "c"}, &swappableSource{}, cfgFor("t1"), "1", time.Hour)
+	r, err := newRotator(client.ObjectKey{Name: "c"}, &swappableSource{}, cfgFor("t1"), "1", time.Hour, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestCloseStopsTheGenerationsTimer(t *testing.T) {
 // connection stays, for the new token's requests.
 func TestRequestOnOldTokenEndsAfterGrace(t *testing.T) {
 	cfgFor, _, hung := rotationServer(t)
-	r, err := newRotator(client.ObjectKey{Name: "c"}, &swappableSource{}, cfgFor("t1"), "1", 100*time.Millisecond)
+	r, err := newRotator(client.ObjectKey{Name: "c"}, &swappableSource{}, cfgFor("t1"), "1", 100*time.Millisecond, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

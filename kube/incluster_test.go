@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,10 +10,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/clusterpool/clusterpool/internal/faultproxy"
+	"github.com/clusterpool/clusterpool/internal/incluster"
 )
 
 // With InCluster, a dial switches to the in-cluster endpoint exactly when
@@ -49,15 +48,15 @@ func TestInClusterSwitch(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			proxy.SetMode(faultproxy.Pass)
-			t.Setenv(envPodNamespace, tc.podNS)
-			t.Setenv(envPodName, pod.Name)
-			t.Setenv(envPodUID, tc.podUID)
+			t.Setenv(incluster.EnvPodNamespace, tc.podNS)
+			t.Setenv(incluster.EnvPodName, pod.Name)
+			t.Setenv(incluster.EnvPodUID, tc.podUID)
 			d, err := NewDialer(SecretSource{Reader: mgmt}, DialerOptions{InCluster: true})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if d.inCluster != nil {
-				d.inCluster.endpoint = func() (string, string, error) { return workCfg.Host, caFile, nil }
+				d.inCluster.Endpoint = func() (string, string, error) { return workCfg.Host, caFile, nil }
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
@@ -81,19 +80,5 @@ func TestInClusterSwitch(t *testing.T) {
 				t.Fatalf("Get through the in-cluster endpoint: %v", err)
 			}
 		})
-	}
-}
-
-// The in-cluster endpoint is the one rest.InClusterConfig uses.
-func TestInClusterServiceEndpoint(t *testing.T) {
-	t.Setenv(envServiceHost, "fd00::1")
-	t.Setenv(envServicePort, "443")
-	host, ca, err := serviceEndpoint()
-	if err != nil || host != "https://[fd00::1]:443" || ca != inClusterCAFile {
-		t.Fatalf("endpoint %q %q %v", host, ca, err)
-	}
-	t.Setenv(envServicePort, "")
-	if _, _, err := serviceEndpoint(); !errors.Is(err, rest.ErrNotInCluster) {
-		t.Fatalf("without %s: %v, want rest.ErrNotInCluster", envServicePort, err)
 	}
 }

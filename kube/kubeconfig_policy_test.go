@@ -2,8 +2,6 @@ package kube
 
 import (
 	"errors"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,9 +10,10 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	kcp "github.com/clusterpool/clusterpool/internal/kubeconfigpolicy"
 )
 
 // canaryValue is put in every refused field's value: errors must never
@@ -57,6 +56,9 @@ func localFile(t testing.TB, name, content string) string {
 	return p
 }
 
+// capability is one of the capabilities a KubeconfigPolicy field allows.
+type capability = kcp.Capability
+
 // refusedRow is a kubeconfig field the zero policy refuses.
 type refusedRow struct {
 	field  string       // what the error must name
@@ -71,46 +73,46 @@ func refusedRows() []refusedRow {
 			APIVersion: "client.authentication.k8s.io/v1", InteractiveMode: clientcmdapi.NeverExecInteractiveMode}
 	}
 	return []refusedRow{
-		{"users[].user.exec", []capability{capExec}, exec},
-		{"users[].user.auth-provider", []capability{capAuthProvider}, func(t *testing.T, c *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+		{"users[].user.exec", []capability{kcp.Exec}, exec},
+		{"users[].user.auth-provider", []capability{kcp.AuthProvider}, func(t *testing.T, c *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
 			u.Token = ""
 			u.AuthProvider = &clientcmdapi.AuthProviderConfig{Name: "oidc", Config: map[string]string{"id-token": canaryValue}}
 		}},
-		{"users[].user.auth-provider.config.cmd-*", []capability{capAuthProvider, capExec}, func(t *testing.T, c *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+		{"users[].user.auth-provider.config.cmd-*", []capability{kcp.AuthProvider, kcp.Exec}, func(t *testing.T, c *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
 			u.Token = ""
 			u.AuthProvider = &clientcmdapi.AuthProviderConfig{Name: "gcp", Config: map[string]string{"cmd-path": "/bin/" + canaryValue}}
 		}},
-		{"users[].user.tokenFile", []capability{capFiles}, func(t *testing.T, c *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+		{"users[].user.tokenFile", []capability{kcp.Files}, func(t *testing.T, c *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
 			u.Token, u.TokenFile = "", localFile(t, "token", "file-token")
 		}},
-		{"users[].user.client-certificate", []capability{capFiles}, func(t *testing.T, c *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+		{"users[].user.client-certificate", []capability{kcp.Files}, func(t *testing.T, c *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
 			u.Token, u.ClientCertificate, u.ClientKeyData = "", localFile(t, "crt", "x"), []byte("key")
 		}},
-		{"users[].user.client-key", []capability{capFiles}, func(t *testing.T, c *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+		{"users[].user.client-key", []capability{kcp.Files}, func(t *testing.T, c *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
 			u.Token, u.ClientCertificateData, u.ClientKey = "", []byte("crt"), localFile(t, "key", "x")
 		}},
-		{"clusters[].cluster.certificate-authority", []capability{capFiles}, func(t *testing.T, c *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+		{"clusters[].cluster.certificate-authority", []capability{kcp.Files}, func(t *testing.T, c *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
 			c.CertificateAuthorityData, c.CertificateAuthority = nil, localFile(t, "ca", "x")
 		}},
-		{"clusters[].cluster.insecure-skip-tls-verify", []capability{capInsecureTLS}, func(t *testing.T, c *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+		{"clusters[].cluster.insecure-skip-tls-verify", []capability{kcp.InsecureTLS}, func(t *testing.T, c *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
 			c.CertificateAuthorityData, c.InsecureSkipTLSVerify = nil, true
 		}},
-		{"clusters[].cluster.server (plain http)", []capability{capInsecureTLS}, func(t *testing.T, c *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+		{"clusters[].cluster.server (plain http)", []capability{kcp.InsecureTLS}, func(t *testing.T, c *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
 			c.CertificateAuthorityData, c.Server = nil, "http://127.0.0.1:8080/"+canaryValue
 		}},
-		{"clusters[].cluster.proxy-url", []capability{capProxy}, func(t *testing.T, c *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+		{"clusters[].cluster.proxy-url", []capability{kcp.Proxy}, func(t *testing.T, c *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
 			c.ProxyURL = "socks5://127.0.0.1:1080/" + canaryValue
 		}},
-		{"users[].user.as", []capability{capImpersonation}, func(t *testing.T, c *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+		{"users[].user.as", []capability{kcp.Impersonation}, func(t *testing.T, c *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
 			u.Impersonate = canaryValue
 		}},
-		{"users[].user.as-uid", []capability{capImpersonation}, func(t *testing.T, c *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+		{"users[].user.as-uid", []capability{kcp.Impersonation}, func(t *testing.T, c *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
 			u.Impersonate, u.ImpersonateUID = "someone", canaryValue
 		}},
-		{"users[].user.as-groups", []capability{capImpersonation}, func(t *testing.T, c *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+		{"users[].user.as-groups", []capability{kcp.Impersonation}, func(t *testing.T, c *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
 			u.Impersonate, u.ImpersonateGroups = "someone", []string{canaryValue}
 		}},
-		{"users[].user.as-user-extra", []capability{capImpersonation}, func(t *testing.T, c *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+		{"users[].user.as-user-extra", []capability{kcp.Impersonation}, func(t *testing.T, c *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
 			u.Impersonate, u.ImpersonateUserExtra = "someone", map[string][]string{"k": {canaryValue}}
 		}},
 	}
@@ -121,12 +123,12 @@ func policyOf(caps ...capability) KubeconfigPolicy {
 	var p KubeconfigPolicy
 	v := reflect.ValueOf(&p).Elem()
 	for _, c := range caps {
-		v.FieldByName(c.option()).SetBool(true)
+		v.FieldByName(c.Option()).SetBool(true)
 	}
 	return p
 }
 
-var allCapabilities = []capability{capExec, capAuthProvider, capFiles, capInsecureTLS, capProxy, capImpersonation}
+var allCapabilities = []capability{kcp.Exec, kcp.AuthProvider, kcp.Files, kcp.InsecureTLS, kcp.Proxy, kcp.Impersonation}
 
 // Each refused field gives ErrKubeconfigRefused naming the field and its
 // opt-in, never a value; each opt-in re-enables exactly its capability:
@@ -145,8 +147,8 @@ func TestKubeconfigPolicyRefusesEachFieldUnlessAllowed(t *testing.T) {
 			}
 			msg := err.Error()
 			for _, c := range row.needs {
-				if !strings.Contains(msg, row.field+" needs") || !strings.Contains(msg, "KubeconfigPolicy."+c.option()) {
-					t.Errorf("error %q does not name %s and %s", msg, row.field, c.option())
+				if !strings.Contains(msg, row.field+" needs") || !strings.Contains(msg, "KubeconfigPolicy."+c.Option()) {
+					t.Errorf("error %q does not name %s and %s", msg, row.field, c.Option())
 				}
 			}
 			if strings.Contains(msg, canaryValue) {
@@ -164,9 +166,9 @@ func TestKubeconfigPolicyRefusesEachFieldUnlessAllowed(t *testing.T) {
 					t.Errorf("policy %+v: err %v, want allowed=%v", policy, err, want)
 				}
 				if err == nil {
-					for _, u := range restUses(cfg) {
-						if !policy.allows(u.needs) {
-							t.Errorf("policy %+v: the REST config uses %s", policy, u.field)
+					for _, u := range kcp.RESTUses(cfg) {
+						if !kcp.Policy(policy).Allows(u.Needs) {
+							t.Errorf("policy %+v: the REST config uses %s", policy, u.Field)
 						}
 					}
 				}
@@ -260,61 +262,5 @@ func TestParseKubeconfigAllowsInlineData(t *testing.T) {
 	if cfg.ServerName != "apiserver.internal" || !cfg.DisableCompression || cfg.Username != "admin" || cfg.Password != "secret" {
 		t.Fatalf("got ServerName %q, DisableCompression %v, basic auth %v", cfg.ServerName, cfg.DisableCompression,
 			cfg.Username == "admin" && cfg.Password == "secret")
-	}
-}
-
-// The last check refuses a REST config that uses a capability, whatever
-// produced it.
-func TestRESTConfigCheck(t *testing.T) {
-	proxy, _ := url.Parse("http://127.0.0.1:3128")
-	for _, tc := range []struct {
-		cfg   rest.Config
-		field string
-	}{
-		{rest.Config{ExecProvider: &clientcmdapi.ExecConfig{}}, "rest.Config.ExecProvider"},
-		{rest.Config{AuthProvider: &clientcmdapi.AuthProviderConfig{}}, "rest.Config.AuthProvider"},
-		{rest.Config{BearerTokenFile: "/t"}, "rest.Config.BearerTokenFile"},
-		{rest.Config{TLSClientConfig: rest.TLSClientConfig{KeyFile: "/k"}}, "rest.Config.TLSClientConfig files"},
-		{rest.Config{TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, "rest.Config.Insecure"},
-		{rest.Config{Host: "http://127.0.0.1"}, "rest.Config.Host (not https)"},
-		{rest.Config{Proxy: http.ProxyURL(proxy)}, "rest.Config.Proxy"},
-		{rest.Config{Impersonate: rest.ImpersonationConfig{Groups: []string{"g"}}}, "rest.Config.Impersonate"},
-	} {
-		if tc.cfg.Host == "" {
-			tc.cfg.Host = "https://127.0.0.1:6443"
-		}
-		err := KubeconfigPolicy{}.check(restUses(&tc.cfg))
-		if !errors.Is(err, ErrKubeconfigRefused) || !strings.Contains(err.Error(), tc.field+" needs") {
-			t.Errorf("%s: got %v", tc.field, err)
-		}
-	}
-	if err := (KubeconfigPolicy{}).check(restUses(&rest.Config{Host: "https://127.0.0.1:6443"})); err != nil {
-		t.Errorf("a plain https config: %v", err)
-	}
-}
-
-// Every field of client-go's kubeconfig types has been reviewed (see
-// kube/SECURITY-DRAFT.md): when client-go adds one, this test fails until
-// the policy decides about it.
-func TestEveryKubeconfigFieldIsReviewed(t *testing.T) {
-	reviewed := map[reflect.Type][]string{
-		reflect.TypeFor[clientcmdapi.Config](): {"Kind", "APIVersion", "Preferences", "Clusters", "AuthInfos",
-			"Contexts", "CurrentContext", "Extensions"},
-		reflect.TypeFor[clientcmdapi.Cluster](): {"LocationOfOrigin", "Server", "TLSServerName",
-			"InsecureSkipTLSVerify", "CertificateAuthority", "CertificateAuthorityData", "ProxyURL",
-			"DisableCompression", "Extensions"},
-		reflect.TypeFor[clientcmdapi.AuthInfo](): {"LocationOfOrigin", "ClientCertificate", "ClientCertificateData",
-			"ClientKey", "ClientKeyData", "Token", "TokenFile", "Impersonate", "ImpersonateUID", "ImpersonateGroups",
-			"ImpersonateUserExtra", "Username", "Password", "AuthProvider", "Exec", "Extensions"},
-		reflect.TypeFor[clientcmdapi.Context](): {"LocationOfOrigin", "Cluster", "AuthInfo", "Namespace", "Extensions"},
-	}
-	for typ, fields := range reviewed {
-		var got []string
-		for f := range typ.Fields() {
-			got = append(got, f.Name)
-		}
-		if !slices.Equal(got, fields) {
-			t.Errorf("clientcmd api.%s has fields %v; the policy reviewed %v", typ.Name(), got, fields)
-		}
 	}
 }

@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/clusterpool/clusterpool/internal/restmapper"
 )
 
 var (
@@ -60,11 +62,11 @@ func newTestDialer(t *testing.T, src ConfigSource, opts DialerOptions) *Dialer {
 }
 
 // mapperOf is c's default RESTMapper; its cached client has the same.
-func mapperOf(t *testing.T, c *Cluster) *discoveryMapper {
+func mapperOf(t *testing.T, c *Cluster) *restmapper.Mapper {
 	t.Helper()
-	m, ok := c.Uncached.RESTMapper().(*discoveryMapper)
+	m, ok := c.Uncached.RESTMapper().(*restmapper.Mapper)
 	if !ok || c.Client.RESTMapper() != meta.RESTMapper(m) {
-		t.Fatalf("%s: RESTMappers %T and %T, want one *discoveryMapper", c, c.Uncached.RESTMapper(), c.Client.RESTMapper())
+		t.Fatalf("%s: RESTMappers %T and %T, want one *restmapper.Mapper", c, c.Uncached.RESTMapper(), c.Client.RESTMapper())
 	}
 	return m
 }
@@ -134,8 +136,8 @@ func TestDiscoveryMapperSharesOnlySameDiscovery(t *testing.T) {
 	for _, c := range []*Cluster{a, b1, b2} {
 		wantScope(t, c, configMapKind, meta.RESTScopeNameNamespace)
 	}
-	shared := mapperOf(t, b1).cur.Load()
-	if mapperOf(t, b2).cur.Load() != shared {
+	shared := mapperOf(t, b1).Current()
+	if mapperOf(t, b2).Current() != shared {
 		t.Fatal("two clusters of one apiserver do not share a mapping")
 	}
 	if _, err := mapperOf(t, b1).RESTMapping(gadgetKind); !meta.IsNoMatchError(err) {
@@ -145,14 +147,14 @@ func TestDiscoveryMapperSharesOnlySameDiscovery(t *testing.T) {
 	installGadgets(t)
 	wantScope(t, a, gadgetKind, meta.RESTScopeNameNamespace)
 	wantScope(t, b1, gadgetKind, meta.RESTScopeNameRoot)
-	if mapperOf(t, a).cur.Load() == mapperOf(t, b1).cur.Load() {
+	if mapperOf(t, a).Current() == mapperOf(t, b1).Current() {
 		t.Fatal("clusters mapping Gadget to different scopes share a mapping")
 	}
-	if mapperOf(t, b2).cur.Load() != shared {
+	if mapperOf(t, b2).Current() != shared {
 		t.Fatal("b2 changed mapping without a lookup of its own")
 	}
 	wantScope(t, b2, gadgetKind, meta.RESTScopeNameRoot)
-	if mapperOf(t, b2).cur.Load() != mapperOf(t, b1).cur.Load() {
+	if mapperOf(t, b2).Current() != mapperOf(t, b1).Current() {
 		t.Fatal("b1 and b2 do not share their new mapping")
 	}
 }
@@ -223,10 +225,10 @@ func TestDiscoveryMapperWithoutAggregatedDiscovery(t *testing.T) {
 	d := newTestDialer(t, src, DialerOptions{WatchTypes: []client.Object{&corev1.Node{}}})
 	c := dialDirect(t, d, client.ObjectKey{Namespace: "work", Name: "legacy"})
 	wantScope(t, c, configMapKind, meta.RESTScopeNameNamespace)
-	if s := mapperOf(t, c).cur.Load(); !s.dynamic {
+	if s := mapperOf(t, c).Current(); !s.Dynamic {
 		t.Fatal("a legacy discovery got a shared mapping, want a dynamic RESTMapper")
 	}
-	if n := d.mappers.len(); n != 0 {
+	if n := d.mappers.Len(); n != 0 {
 		t.Fatalf("%d shared mappings, want none", n)
 	}
 }
@@ -242,7 +244,7 @@ func TestDialerMapperProvider(t *testing.T) {
 	}
 	d := newTestDialer(t, serversSource(), DialerOptions{MapperProvider: dynamic, WatchTypes: []client.Object{&corev1.Node{}}})
 	c := dialDirect(t, d, client.ObjectKey{Namespace: "work", Name: "provided"})
-	if _, ok := c.Uncached.RESTMapper().(*discoveryMapper); ok || calls.Load() != 1 {
+	if _, ok := c.Uncached.RESTMapper().(*restmapper.Mapper); ok || calls.Load() != 1 {
 		t.Fatalf("mapper %T after %d calls, want the provider's after 1", c.Uncached.RESTMapper(), calls.Load())
 	}
 	var nodes corev1.NodeList

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -20,12 +21,18 @@ const (
 	DefaultProbeInterval    = 10 * time.Second
 	DefaultProbeTimeout     = 5 * time.Second
 	DefaultProbeConcurrency = 10
+	DefaultReadyzInterval   = 60 * time.Second
 )
 
 // ProberOptions configures a Prober. Zero fields are the defaults.
 type ProberOptions struct {
-	// Interval between two probes of one cluster. Zero means 10s.
+	// Interval between two probes of a suspect cluster, and the unit of the
+	// evidence's freshness (see Prober). Zero means 10s.
 	Interval time.Duration
+	// ReadyzInterval is the longest time between two GET /readyz of a
+	// connected cluster. Zero means 60s, or Interval if that is longer;
+	// Interval sends one every Interval, as ClusterCache does.
+	ReadyzInterval time.Duration
 	// Timeout of one probe. Zero means 5s.
 	Timeout time.Duration
 	// Concurrency bounds the probes in flight across all clusters. Zero
@@ -35,16 +42,26 @@ type ProberOptions struct {
 	Logger logr.Logger
 }
 
-// Prober probes the pool's connected clusters with GET /readyz and feeds the
-// results into their breakers (pool.Report): the breaker's
-// ConsecutiveFailures (default 3) failed probes evict the client. An
-// Unauthorized answer (one that a retry with newer credentials, for a
-// cluster whose credentials rotate in place, did not cure; see
-// SecretWatcher) replaces the client at once by a new dial (pool Redial:
-// its breaker's history kept, no Removed event), which reads the
-// credentials afresh. A client-go delaying
-// workqueue schedules the probes (each connected cluster once per Interval;
-// a cluster is in it at most once) and Concurrency workers send them.
+// Prober checks the pool's connected clusters and feeds the results into
+// their breakers (pool.Report): the breaker's ConsecutiveFailures (N,
+// default 3) failed probes evict the client. An Unauthorized answer (one
+// that a retry with newer credentials, for a cluster whose credentials
+// rotate in place, did not cure; see SecretWatcher) replaces the client at
+// once by a new dial (pool Redial: its breaker's history kept, no Removed
+// event), which reads the credentials afresh. A client-go delaying
+// workqueue holds each cluster's next tick; Concurrency workers act on them.
+//
+// The wire stands in for most probes (docs/health.md): a Dialer's cluster
+// records when its connections last read bytes, the acks of the HTTP/2
+// PINGs an idle one gets every 20s included. GET /readyz goes when that
+// evidence is 5/2 Interval (I) old, every ReadyzInterval, every I while
+// the cluster is suspect (its last probe failed or it lost a connection),
+// and at once when a connection ends by a read error kube did not cause.
+// Other ticks send and report nothing. Other Clusters are probed every I.
+//
+// Worst case, with T = Timeout: a cluster that stops answering at t0 is
+// evicted by t0 + 3/2 I + N(I + T), a killed one by t0 + (N-1)I plus N
+// failed connects; ClusterCache's best cases are 4(I + T) + T and 4I.
 //
 // Prober is a manager.Runnable: add it to a manager, or call Start.
 type Prober struct {
@@ -53,18 +70,25 @@ type Prober struct {
 }
 
 // NewProber returns a Prober of p, or an error matching ErrInvalidOptions,
-// naming the field, when p is nil or a field of opts is negative.
+// naming the field, when p is nil, a field of opts is negative, or
+// ReadyzInterval is set below Interval.
 func NewProber(p ClusterPool, opts ProberOptions) (*Prober, error) {
 	if isNilPool(p) {
 		return nil, invalidOptions(errors.New("NewProber: pool must not be nil"))
 	}
 	if err := opt.FirstNegative("ProberOptions.", opt.F("Interval", opts.Interval),
-		opt.F("Timeout", opts.Timeout), opt.F("Concurrency", opts.Concurrency)); err != nil {
+		opt.F("Timeout", opts.Timeout), opt.F("Concurrency", opts.Concurrency),
+		opt.F("ReadyzInterval", opts.ReadyzInterval)); err != nil {
 		return nil, invalidOptions(err)
 	}
 	opt.Default(&opts.Interval, DefaultProbeInterval)
 	opt.Default(&opts.Timeout, DefaultProbeTimeout)
 	opt.Default(&opts.Concurrency, DefaultProbeConcurrency)
+	if opts.ReadyzInterval != 0 && opts.ReadyzInterval < opts.Interval {
+		return nil, invalidOptions(fmt.Errorf("ProberOptions.ReadyzInterval=%v must not be below Interval=%v",
+			opts.ReadyzInterval, opts.Interval))
+	}
+	opt.Default(&opts.ReadyzInterval, max(DefaultReadyzInterval, opts.Interval))
 	return &Prober{pool: p, opts: opts}, nil
 }
 
@@ -75,9 +99,7 @@ func (pr *Prober) Start(ctx context.Context) error {
 	// Clusters connected before the subscription: their Connected events
 	// are gone.
 	for _, key := range pr.pool.Keys() {
-		if _, ok := pr.pool.Peek(key); ok {
-			q.AddAfter(key, pr.opts.Interval)
-		}
+		pr.track(key, q)
 	}
 	var workers sync.WaitGroup
 	for range pr.opts.Concurrency {
@@ -94,10 +116,23 @@ func (pr *Prober) Start(ctx context.Context) error {
 				return nil
 			}
 			if ev.Type == pool.Connected {
-				q.AddAfter(ev.Key, pr.opts.Interval) // an earlier schedule wins
+				pr.track(ev.Key, q)
 			}
 		}
 	}
+}
+
+// track schedules key's first tick, if it is connected, and makes a lost
+// connection of its client tick it at once.
+func (pr *Prober) track(key client.ObjectKey, q workqueue.TypedDelayingInterface[client.ObjectKey]) {
+	c, ok := pr.pool.Peek(key)
+	if !ok {
+		return
+	}
+	if lv := livenessOf(c); lv != nil {
+		lv.onLost(func() { q.Add(key) })
+	}
+	q.AddAfter(key, pr.opts.Interval) // an earlier schedule wins
 }
 
 // work probes the clusters q hands out until q shuts down.
@@ -112,12 +147,22 @@ func (pr *Prober) work(ctx context.Context, q workqueue.TypedDelayingInterface[c
 	}
 }
 
-// probe checks key's current client, reports the outcome to the pool, and
-// schedules the next probe while the cluster stays connected.
+// probe checks key's current client unless its wire answered (see
+// Prober), reports the outcome to the pool, and schedules the next tick
+// while the cluster stays connected.
 func (pr *Prober) probe(ctx context.Context, key client.ObjectKey, q workqueue.TypedDelayingInterface[client.ObjectKey]) {
 	c, ok := pr.pool.Peek(key)
 	if !ok || ctx.Err() != nil {
 		return // disconnected: its next Connected event schedules it again
+	}
+	lv := livenessOf(c)
+	if lv != nil {
+		if wait := lv.wait(pr.opts.Interval, pr.opts.ReadyzInterval); wait > 0 {
+			q.AddAfter(key, wait) // nothing to report: the failure count stays
+			return
+		}
+		lv.readyz.Store(int64(lv.since()))
+		lv.suspect.Store(false) // unless this probe fails, or a connection is lost meanwhile
 	}
 	pctx, cancel := context.WithTimeout(ctx, pr.opts.Timeout)
 	err := c.Readyz(pctx)
@@ -126,6 +171,10 @@ func (pr *Prober) probe(ctx context.Context, key client.ObjectKey, q workqueue.T
 		return // shutting down: not the cluster's fault
 	}
 	if err != nil {
+		if lv != nil {
+			lv.retry.Store(lv.readyz.Load() + int64(pr.opts.Interval))
+			lv.suspect.Store(true)
+		}
 		pr.opts.Logger.V(1).Info("probe failed", "cluster", key.String(), "error", err.Error())
 	}
 	if apierrors.IsUnauthorized(err) {
@@ -134,7 +183,11 @@ func (pr *Prober) probe(ctx context.Context, key client.ObjectKey, q workqueue.T
 	}
 	pr.pool.Report(key, err)
 	if _, ok := pr.pool.Peek(key); ok {
-		q.AddAfter(key, pr.opts.Interval)
+		next := pr.opts.Interval // a quiet wire (a config's own Transport): one per Interval
+		if lv != nil {
+			next = max(next, lv.wait(pr.opts.Interval, pr.opts.ReadyzInterval))
+		}
+		q.AddAfter(key, next)
 	}
 }
 

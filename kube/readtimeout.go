@@ -32,21 +32,21 @@ func withReadTimeout(c client.Client, key client.ObjectKey, timeout time.Duratio
 
 // Get reads obj, within the timeout.
 func (c *readTimeoutClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	rctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	return c.check(ctx, rctx, c.Client.Get(rctx, key, obj, opts...))
+	return c.bounded(ctx, func(rctx context.Context) error { return c.Client.Get(rctx, key, obj, opts...) })
 }
 
 // List reads list, within the timeout.
 func (c *readTimeoutClient) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	rctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	return c.check(ctx, rctx, c.Client.List(rctx, list, opts...))
+	return c.bounded(ctx, func(rctx context.Context) error { return c.Client.List(rctx, list, opts...) })
 }
 
-// check marks err as ErrReadTimeout when the read's own bound, not the
-// caller's context, ended it.
-func (c *readTimeoutClient) check(ctx, rctx context.Context, err error) error {
+// bounded runs read within the timeout, and marks its error as
+// ErrReadTimeout when the read's own bound, not the caller's context,
+// ended it.
+func (c *readTimeoutClient) bounded(ctx context.Context, read func(context.Context) error) error {
+	rctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	err := read(rctx)
 	if err == nil || ctx.Err() != nil || !errors.Is(rctx.Err(), context.DeadlineExceeded) {
 		return err
 	}

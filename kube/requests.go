@@ -60,26 +60,19 @@ type RequestOptions struct {
 	// Disable turns every part off: the transport is not installed.
 	Disable bool
 	// MaxInFlight caps the cluster's counted requests in flight once it
-	// shows it is not answering: a first-byte timeout since its last
-	// answer, or MaxInFlight requests late: sent since its last answer and
-	// waiting longer than its retransmission timeout (its smoothed latency
-	// plus four deviations, at least MinFirstByte/10; MinFirstByte before
-	// its first answer). One more then fails at once with ErrBulkheadFull.
-	// A busy healthy cluster, a burst to one that was idle or has just
-	// connected, and one answering slower than usual but answering, are not
-	// throttled.
+	// shows it is not answering (a first-byte timeout since its last
+	// answer, or MaxInFlight requests late: docs/requests.md); one more
+	// then fails at once with ErrBulkheadFull. A busy healthy cluster, or
+	// one answering slower than usual but answering, is not throttled.
 	// Zero means DefaultMaxInFlight (3).
 	MaxInFlight int
 	// DisableBulkhead removes the cap.
 	DisableBulkhead bool
-	// MinFirstByte is the floor of a counted request's first-byte deadline:
-	// four times the retransmission timeout of the cluster's observed
-	// time to first byte (RFC 6298: smoothed latency plus four times its
-	// deviation), at least MinFirstByte and at most
-	// DialerOptions.RequestTimeout. A request that waits that long for its
-	// response headers while the cluster shows no sign of life (no answer to
-	// any other request; for a write, no 200 to the guard's /readyz probe
-	// either) is canceled with ErrFirstByteTimeout (docs/requests.md). Zero
+	// MinFirstByte is the floor of a counted request's first-byte deadline
+	// (four retransmission timeouts of the cluster's observed time to first
+	// byte, at most DialerOptions.RequestTimeout). A request that waits
+	// that long for its response headers while the cluster shows no sign of
+	// life is canceled with ErrFirstByteTimeout (docs/requests.md). Zero
 	// means DefaultMinFirstByte (2s).
 	MinFirstByte time.Duration
 	// DisableFirstByte removes the first-byte deadline (requests then end

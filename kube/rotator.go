@@ -22,24 +22,17 @@ import (
 // in place (see rotatable): the REST config's Transport, at the bottom of
 // the cluster's transport chain (see transportChain). Like client-go's exec
 // authenticator, it holds the credentials in use in one pointer, cur, that
-// a rotation swaps: every request starts on the current generation.
-//
-// A generation is one revision's bearer token on a link (a client
-// certificate's transport and connections). A token change is a header
-// swap: the new generation shares its link, no connection closes. A
-// certificate or CA change gives it a new link; the old link closes with
-// the last generation using it. A retired generation takes no request;
-// once its requests in flight have ended (its youngest watch minStreamAge
-// old), or after grace at the latest, its watches end with io.EOF
-// (informers watch again from their resourceVersion: no relist). So
-// nothing authenticated with old credentials outlives a rotation by more
-// than grace, and no request fails because of it. The ConfigSource is
-// never called under mu.
+// a rotation swaps: every request starts on the current generation. A
+// generation is one revision's bearer token on a link (a client
+// certificate's transport and connections); the package documentation's
+// "Rotation" says how a retired one ends, within grace, without failing a
+// request. The ConfigSource is never called under mu.
 type rotator struct {
 	key   client.ObjectKey
 	src   ConfigSource
 	base  withoutCredentials // the dialed config without its credentials
 	grace time.Duration      // RequestTimeout
+	wire  *liveness          // records every link's reads; nil: none
 
 	cur    atomic.Pointer[generation]
 	flight singleflight.Group // one ConfigSource read at a time for 401s
@@ -53,11 +46,11 @@ type rotator struct {
 // newRotator returns the rotator of a cluster dialed with cfg (the
 // ConfigSource's rotatable config, as it returned it; only read) at
 // revision rev. A rotatable config has no Dial of its own: every link
-// dials with client-go's default dialer.
-func newRotator(key client.ObjectKey, src ConfigSource, cfg *rest.Config, rev string, grace time.Duration) (*rotator, error) {
+// dials with client-go's default dialer, its reads recorded in wire.
+func newRotator(key client.ObjectKey, src ConfigSource, cfg *rest.Config, rev string, grace time.Duration, wire *liveness) (*rotator, error) {
 	tls := cfg.TLSClientConfig
 	tls.CertData, tls.KeyData = nil, nil
-	r := &rotator{key: key, src: src, base: sansCredentials(cfg), grace: grace,
+	r := &rotator{key: key, src: src, base: sansCredentials(cfg), grace: grace, wire: wire,
 		tls: tls, live: map[*generation]struct{}{}}
 	g, err := r.next(nil, rev, cfg.BearerToken, cfg.CertData, cfg.KeyData)
 	if err != nil {
@@ -83,7 +76,7 @@ func (r *rotator) next(old *generation, rev, token string, cert, key []byte) (*g
 		g.link = old.link
 		return g, nil
 	}
-	l, err := newLink(tlsc, r.base.DisableCompression)
+	l, err := newLink(tlsc, r.base.DisableCompression, r.wire)
 	g.link = l
 	return g, err
 }

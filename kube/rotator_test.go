@@ -69,7 +69,7 @@ func TestUnauthorizedRetriesWithNewerCredentials(t *testing.T) {
 	srv, cfgFor := tokenServer(t, &accepted)
 	src := &swappableSource{}
 	src.set(cfgFor("t1"), "1", nil)
-	r, err := newRotator(client.ObjectKey{Name: "c"}, src, cfgFor("t1"), "1", 5*time.Second)
+	r, err := newRotator(client.ObjectKey{Name: "c"}, src, cfgFor("t1"), "1", 5*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

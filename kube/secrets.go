@@ -18,51 +18,31 @@ import (
 )
 
 // SecretWatcher acts as soon as a cluster's kubeconfig Secret changes,
-// instead of waiting for a probe to fail. It watches Secrets through a
-// management-cluster informer cache (the manager's, usually). It is a
-// manager.Runnable. Its handler only queues the changed Secrets (the
+// instead of waiting for a probe to fail. It is a manager.Runnable that
+// watches Secrets through a management-cluster informer cache (the
+// manager's, usually). Its handler only queues the changed Secrets (the
 // latest of each cluster); Start's goroutine acts on them, and on the
 // pool's events, one at a time.
 //
-// When the kubeconfig of a connected cluster changes (its digest differs
-// from Cluster.Revision), the watcher parses it as the Dialer's
-// ConfigSource does, so with the same KubeconfigPolicy: a SecretSource
-// parses the Secret of the event itself (its Reader's cache may not have
-// caught up yet) when the event changed the kubeconfig from the revision
-// the cluster uses; otherwise (another ConfigSource, a Secret added, a
-// cluster whose credentials may be newer than the event's) the source is
-// asked for the config again, bounded by DefaultRequestTimeout, so that a
-// cluster never goes back to credentials older than those it has. Then:
+// A connected cluster's changed kubeconfig is read as the Dialer's
+// ConfigSource reads it, so under the same KubeconfigPolicy (a SecretSource
+// parses the event's Secret; another source is asked again, bounded by
+// DefaultRequestTimeout), and a cluster never goes back to older
+// credentials. Then: only the credentials changed, the cluster switches to
+// them in place (no Redial, no Disconnected event, no relist); anything
+// else changed, or the config cannot rotate in place, Pool.Redial; the new
+// content is refused, the cluster keeps its credentials and the error
+// (matching ErrCredentialsRefused, naming the Secret and the field, never a
+// value) goes to Logger and, with Recorder, to a Warning event
+// "KubeconfigRefused" on the Secret.
 //
-//   - only the credentials changed (bearer token, client certificate and
-//     key; same server, CA, TLS server name, and every other field): the
-//     cluster switches to them in place (see rotatable and rotator). Its
-//     next requests use them (a new token on the same connections), its
-//     informers go on without a relist (their watches re-establish from
-//     their resourceVersion), it stays connected (no Redial, no
-//     Disconnected event), and what the old credentials opened ends once
-//     their requests in flight have (at RequestTimeout at the latest);
-//   - anything else changed, or the cluster's config cannot rotate in place
-//     (exec or auth-provider plugins, file references, a proxy, a
-//     ConfigSource's own transport or Dial): the pool replaces its client
-//     by a new dial (Redial), which reads the new config;
-//   - the ConfigSource refuses the new content (KubeconfigPolicy, a
-//     kubeconfig that does not parse, a missing key, a certificate and key
-//     that are no pair): the cluster keeps its current credentials, and
-//     the refusal is reported as the Secret's error: a log line on Logger
-//     and, with Recorder, a Warning event "KubeconfigRefused" on the
-//     Secret, both with the error (matching ErrCredentialsRefused), which
-//     names the Secret and the field and never a value. Fixing the Secret
-//     is picked up by the next change.
-//
-// A cluster whose breaker is open is probed at once (Probe), since the new
-// credentials may be what it lacked. A cluster that is dialing when its
-// Secret changes may connect with, or fail for, the credentials it read
-// before: the watcher keeps the Secret (a newer one replaces it) until the
-// dial ends (the pool's Connected, DialFailed or BreakerOpened event).
-// Connected, it checks the Secret as above; failed, it asks for a new dial
-// (Connect, or Probe if the breaker opened), which reads the new Secret,
-// with or without the Connect option: that dial was wanted.
+// A cluster not connected is probed at once (Probe: an open breaker may
+// lack just these credentials) and, with Connect, dialed. A cluster dialing
+// when its Secret changes keeps the Secret (a newer one replaces it) until
+// the dial ends (Connected, DialFailed or BreakerOpened): connected, it is
+// checked as above; failed, the watcher asks for a new dial (Connect, or
+// Probe if the breaker opened), which reads it. docs/security.md
+// ("Credential rotation") has every case.
 type SecretWatcher struct {
 	// Informers is the management cluster's informer cache (the manager's).
 	Informers cache.Informers

@@ -19,7 +19,9 @@
 // (kube.SecretSource, under DefaultKubeconfigPolicy: what ClusterCache
 // connects with, but local files); an admission controller
 // named "clustercache" (kube.Admission) on the Cluster objects; the shared
-// kube.Prober (GET /readyz every 10 s, 5 s timeout); a kube.SecretWatcher
+// kube.Prober (GET /readyz every 10 s, 5 s timeout: Cluster API's cadence,
+// not clusterpool's, which lets live connections stand in for most
+// probes); a kube.SecretWatcher
 // that re-dials a cluster as soon as its kubeconfig Secret changes; and a
 // retry of failed dials. SetupWithManagerAndPolicy takes another
 // kube.KubeconfigPolicy.

@@ -102,8 +102,10 @@ func (cc *clusterCache) wire(mgr manager.Manager, options Options, controllerOpt
 	cc.secrets = &kube.SecretWatcher{Informers: mgr.GetCache(), Pool: cc.pool, Connect: true, Admit: cc.admission.Admitted,
 		Logger: cc.log}
 	var err error
+	// ReadyzInterval = Interval: a GET /readyz at every tick, Cluster API's
+	// cadence, so that capi_cluster_cache_healthchecks_total counts as it does.
 	cc.prober, err = kube.NewProber(proberPool{ClusterPool: cc.pool, probed: cc.probed},
-		kube.ProberOptions{Interval: ProbeInterval, Timeout: ProbeTimeout, Logger: cc.log})
+		kube.ProberOptions{Interval: ProbeInterval, ReadyzInterval: ProbeInterval, Timeout: ProbeTimeout, Logger: cc.log})
 	if err == nil {
 		err = mgr.Add(cc)
 	}

@@ -1,4 +1,4 @@
-package kube
+package watchgzip
 
 import (
 	"bytes"
@@ -52,7 +52,7 @@ func within(t *testing.T, d time.Duration, what string, f func()) {
 // forever for an empty buffer); reading goes on as before.
 func TestGzipMembersZeroLengthRead(t *testing.T) {
 	body := newStuckBody(gzipMember(t, "hello world"))
-	m := &gzipMembers{body: body}
+	m := &members{body: body}
 	defer func() {
 		close(body.release)
 		if !t.Failed() { // else a Read may still spin with the lock held
@@ -85,7 +85,7 @@ func TestGzipMembersZeroLengthRead(t *testing.T) {
 func TestGzipMembersCloseDuringBlockedRead(t *testing.T) {
 	member := gzipMember(t, "an event")
 	body := newStuckBody(member[:len(member)-4]) // the member's trailer has not come
-	m := &gzipMembers{body: body}
+	m := &members{body: body}
 	done := make(chan error, 1)
 	go func() {
 		_, err := io.ReadAll(m)

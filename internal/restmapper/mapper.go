@@ -1,4 +1,4 @@
-package kube
+package restmapper
 
 import (
 	"errors"
@@ -15,35 +15,33 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
-// discoveryMapper is a cluster's RESTMapper when DialerOptions has no
-// MapperProvider. Like controller-runtime's dynamic RESTMapper it reads the
-// cluster's discovery on its first lookup and again when a lookup finds no
-// match; unlike it, it does not keep a mapping of its own: it points at the
-// mapping its Dialer's mapperTable holds for that discovery, shared with
-// every cluster that reported the same (see mapperInput). A server without
-// aggregated discovery gets a dynamic RESTMapper of its own instead.
-type discoveryMapper struct {
-	table *mapperTable
+// Mapper is a cluster's RESTMapper (see the package documentation).
+type Mapper struct {
+	table *Table
 	cfg   *rest.Config
 	hc    *http.Client
 	// cur is the mapping in use (nil before the first lookup); loads is
 	// a singleflight by the mapping a load replaces, so that no lock is
 	// held across discovery.
-	cur   atomic.Pointer[mapping]
+	cur   atomic.Pointer[Mapping]
 	loads singleflight.Group
 }
 
-var _ meta.RESTMapper = (*discoveryMapper)(nil)
+var _ meta.RESTMapper = (*Mapper)(nil)
 
-// newDiscoveryMapper returns the mapper of the cluster cfg and hc reach.
-func (t *mapperTable) newDiscoveryMapper(cfg *rest.Config, hc *http.Client) *discoveryMapper {
-	return &discoveryMapper{table: t, cfg: cfg, hc: hc}
+// New returns the mapper of the cluster cfg and hc reach, sharing t's
+// mappings. It reads nothing before its first lookup.
+func (t *Table) New(cfg *rest.Config, hc *http.Client) *Mapper {
+	return &Mapper{table: t, cfg: cfg, hc: hc}
 }
+
+// Current is the mapping m uses, nil before its first lookup.
+func (m *Mapper) Current() *Mapping { return m.cur.Load() }
 
 // lookup runs f on m's mapping, reading the cluster's discovery first if m
 // has none, and again if f finds no match in a mapping read earlier (a
 // CRD installed since, or a discovery that failed then).
-func lookup[T any](m *discoveryMapper, f func(meta.RESTMapper) (T, error)) (T, error) {
+func lookup[T any](m *Mapper, f func(meta.RESTMapper) (T, error)) (T, error) {
 	var zero T
 	fresh := m.cur.Load() == nil
 	s, err := m.current()
@@ -51,7 +49,7 @@ func lookup[T any](m *discoveryMapper, f func(meta.RESTMapper) (T, error)) (T, e
 		return zero, err
 	}
 	res, err := f(s.RESTMapper)
-	if fresh || s.dynamic || !meta.IsNoMatchError(err) {
+	if fresh || s.Dynamic || !meta.IsNoMatchError(err) {
 		return res, err
 	}
 	if s, err = m.load(s); err != nil {
@@ -61,7 +59,7 @@ func lookup[T any](m *discoveryMapper, f func(meta.RESTMapper) (T, error)) (T, e
 }
 
 // current is m's mapping, read from the cluster's discovery if m has none.
-func (m *discoveryMapper) current() (*mapping, error) {
+func (m *Mapper) current() (*Mapping, error) {
 	if s := m.cur.Load(); s != nil {
 		return s, nil
 	}
@@ -72,7 +70,7 @@ func (m *discoveryMapper) current() (*mapping, error) {
 // another load replaced seen (the mapping the caller used) meanwhile: then
 // it returns that one. Callers that saw the same mapping share one read
 // (a singleflight keyed by seen).
-func (m *discoveryMapper) load(seen *mapping) (*mapping, error) {
+func (m *Mapper) load(seen *Mapping) (*Mapping, error) {
 	v, err, _ := m.loads.Do(fmt.Sprintf("%p", seen), func() (any, error) {
 		if s := m.cur.Load(); s != seen {
 			return s, nil
@@ -89,14 +87,14 @@ func (m *discoveryMapper) load(seen *mapping) (*mapping, error) {
 	if err != nil {
 		return nil, err
 	}
-	return v.(*mapping), nil
+	return v.(*Mapping), nil
 }
 
 // discover reads the cluster's discovery (GET /api and /apis, aggregated)
-// and returns its mapping: the Dialer's for that discovery, or, if the
+// and returns its mapping: the Table's for that discovery, or, if the
 // server answered without resources (no aggregated discovery), a dynamic
 // RESTMapper of the cluster's own.
-func (m *discoveryMapper) discover() (*mapping, error) {
+func (m *Mapper) discover() (*Mapping, error) {
 	dc, err := discovery.NewDiscoveryClientForConfigAndClient(m.cfg, m.hc)
 	if err != nil {
 		return nil, err
@@ -113,44 +111,44 @@ func (m *discoveryMapper) discover() (*mapping, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &mapping{RESTMapper: dm, dynamic: true}, nil
+		return &Mapping{RESTMapper: dm, Dynamic: true}, nil
 	}
 	return m.table.intern(mapperInput(groups, resources)), nil
 }
 
 // KindFor implements meta.RESTMapper.
-func (m *discoveryMapper) KindFor(r schema.GroupVersionResource) (schema.GroupVersionKind, error) {
+func (m *Mapper) KindFor(r schema.GroupVersionResource) (schema.GroupVersionKind, error) {
 	return lookup(m, func(rm meta.RESTMapper) (schema.GroupVersionKind, error) { return rm.KindFor(r) })
 }
 
 // KindsFor implements meta.RESTMapper.
-func (m *discoveryMapper) KindsFor(r schema.GroupVersionResource) ([]schema.GroupVersionKind, error) {
+func (m *Mapper) KindsFor(r schema.GroupVersionResource) ([]schema.GroupVersionKind, error) {
 	return lookup(m, func(rm meta.RESTMapper) ([]schema.GroupVersionKind, error) { return rm.KindsFor(r) })
 }
 
 // ResourceFor implements meta.RESTMapper.
-func (m *discoveryMapper) ResourceFor(r schema.GroupVersionResource) (schema.GroupVersionResource, error) {
+func (m *Mapper) ResourceFor(r schema.GroupVersionResource) (schema.GroupVersionResource, error) {
 	return lookup(m, func(rm meta.RESTMapper) (schema.GroupVersionResource, error) { return rm.ResourceFor(r) })
 }
 
 // ResourcesFor implements meta.RESTMapper.
-func (m *discoveryMapper) ResourcesFor(r schema.GroupVersionResource) ([]schema.GroupVersionResource, error) {
+func (m *Mapper) ResourcesFor(r schema.GroupVersionResource) ([]schema.GroupVersionResource, error) {
 	return lookup(m, func(rm meta.RESTMapper) ([]schema.GroupVersionResource, error) { return rm.ResourcesFor(r) })
 }
 
 // RESTMapping implements meta.RESTMapper.
-func (m *discoveryMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+func (m *Mapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
 	return lookup(m, func(rm meta.RESTMapper) (*meta.RESTMapping, error) { return rm.RESTMapping(gk, versions...) })
 }
 
 // RESTMappings implements meta.RESTMapper.
-func (m *discoveryMapper) RESTMappings(gk schema.GroupKind, versions ...string) ([]*meta.RESTMapping, error) {
+func (m *Mapper) RESTMappings(gk schema.GroupKind, versions ...string) ([]*meta.RESTMapping, error) {
 	return lookup(m, func(rm meta.RESTMapper) ([]*meta.RESTMapping, error) { return rm.RESTMappings(gk, versions...) })
 }
 
 // ResourceSingularizer implements meta.RESTMapper; like the dynamic
 // RESTMapper's, it reads no discovery again.
-func (m *discoveryMapper) ResourceSingularizer(resource string) (string, error) {
+func (m *Mapper) ResourceSingularizer(resource string) (string, error) {
 	s, err := m.current()
 	if err != nil {
 		return "", err

@@ -1,4 +1,4 @@
-package kube
+package restmapper
 
 import (
 	"runtime"
@@ -7,8 +7,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/restmapper"
+	cgrestmapper "k8s.io/client-go/restmapper"
+
+	"go.uber.org/goleak"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // testDiscovery is a small discovery as GroupsAndMaybeResources returns it:
 // the core group and apps with two versions, subresources and the fields a
@@ -115,9 +119,9 @@ func TestMapperInputDigest(t *testing.T) {
 // whole discovery does.
 func TestMapperInputMapsAsDiscovery(t *testing.T) {
 	g, r := testDiscovery()
-	full := make([]*restmapper.APIGroupResources, 0, len(g.Groups))
+	full := make([]*cgrestmapper.APIGroupResources, 0, len(g.Groups))
 	for _, group := range g.Groups {
-		gr := &restmapper.APIGroupResources{Group: group, VersionedResources: map[string][]metav1.APIResource{}}
+		gr := &cgrestmapper.APIGroupResources{Group: group, VersionedResources: map[string][]metav1.APIResource{}}
 		for _, v := range group.Versions {
 			if list := r[schema.GroupVersion{Group: group.Name, Version: v.Version}]; list != nil {
 				gr.VersionedResources[v.Version] = list.APIResources
@@ -125,8 +129,8 @@ func TestMapperInputMapsAsDiscovery(t *testing.T) {
 		}
 		full = append(full, gr)
 	}
-	want := restmapper.NewDiscoveryRESTMapper(full)
-	got := newMapperTable().intern(mapperInput(g, r))
+	want := cgrestmapper.NewDiscoveryRESTMapper(full)
+	got := NewTable().intern(mapperInput(g, r))
 	for _, gk := range []schema.GroupKind{{Kind: "ConfigMap"}, {Kind: "Node"}, {Group: "apps", Kind: "Deployment"},
 		{Group: "apps", Kind: "Widget"}, {Group: "apps", Kind: "Nothing"}} {
 		w, werr := want.RESTMapping(gk)
@@ -146,11 +150,11 @@ func TestMapperInputMapsAsDiscovery(t *testing.T) {
 }
 
 func TestMapperTableSharesAndForgets(t *testing.T) {
-	tb := newMapperTable()
+	tb := NewTable()
 	internTwo(t, tb)
 	// The mappings are unreachable now; their cleanups run on their own
 	// goroutine after a collection.
-	for tb.len() > 0 {
+	for tb.Len() > 0 {
 		runtime.GC()
 		runtime.Gosched()
 	}
@@ -158,7 +162,7 @@ func TestMapperTableSharesAndForgets(t *testing.T) {
 
 // internTwo interns two discoveries twice each into tb and checks that
 // each has one mapping, of its own.
-func internTwo(t *testing.T, tb *mapperTable) {
+func internTwo(t *testing.T, tb *Table) {
 	t.Helper()
 	g, r := testDiscovery()
 	a, b := tb.intern(mapperInput(g, r)), tb.intern(mapperInput(g, r))
@@ -170,13 +174,13 @@ func internTwo(t *testing.T, tb *mapperTable) {
 	if c == a {
 		t.Fatal("a node scope differs, one mapping")
 	}
-	for m, want := range map[*mapping]meta.RESTScopeName{a: meta.RESTScopeNameRoot, c: meta.RESTScopeNameNamespace} {
+	for m, want := range map[*Mapping]meta.RESTScopeName{a: meta.RESTScopeNameRoot, c: meta.RESTScopeNameNamespace} {
 		rm, err := m.RESTMapping(schema.GroupKind{Kind: "Node"})
 		if err != nil || rm.Scope.Name() != want {
 			t.Fatalf("Node maps to %v, %v; want scope %s", rm, err, want)
 		}
 	}
-	if n := tb.len(); n != 2 {
+	if n := tb.Len(); n != 2 {
 		t.Fatalf("%d entries, want 2", n)
 	}
 }

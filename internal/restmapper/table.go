@@ -1,4 +1,4 @@
-package kube
+package restmapper
 
 import (
 	"crypto/sha256"
@@ -13,42 +13,43 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/restmapper"
+	cgrestmapper "k8s.io/client-go/restmapper"
 )
 
-// mapping is a RESTMapper a discoveryMapper uses: a read-only mapping built
-// from one discovery, which clusters share, or (dynamic) a cluster's own
+// Mapping is a RESTMapper a Mapper uses: a read-only mapping built from one
+// discovery, which clusters share, or (Dynamic) a cluster's own
 // controller-runtime dynamic RESTMapper, which refreshes itself.
-type mapping struct {
+type Mapping struct {
 	meta.RESTMapper
-	dynamic bool
+	Dynamic bool
 }
 
 // digest identifies a discovery by the SHA-256 of its mapperInput.
 type digest [sha256.Size]byte
 
-// mapperTable holds a Dialer's shared mappings by digest, weakly: a mapping
-// lives while a cluster's discoveryMapper points at it, and leaves the
-// table once the garbage collector has freed it.
-type mapperTable struct {
+// Table holds shared mappings by digest, weakly: a mapping lives while a
+// cluster's Mapper points at it, and leaves the table once the garbage
+// collector has freed it. A Dialer has one.
+type Table struct {
 	mu sync.Mutex
-	m  map[digest]weak.Pointer[mapping]
+	m  map[digest]weak.Pointer[Mapping]
 }
 
-func newMapperTable() *mapperTable {
-	return &mapperTable{m: map[digest]weak.Pointer[mapping]{}}
+// NewTable returns an empty Table.
+func NewTable() *Table {
+	return &Table{m: map[digest]weak.Pointer[Mapping]{}}
 }
 
 // intern returns the table's mapping of groups (a mapperInput), building
 // it if the table has none.
-func (t *mapperTable) intern(groups []*restmapper.APIGroupResources) *mapping {
+func (t *Table) intern(groups []*cgrestmapper.APIGroupResources) *Mapping {
 	d := digestOf(groups)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if s := t.m[d].Value(); s != nil {
 		return s
 	}
-	s := &mapping{RESTMapper: restmapper.NewDiscoveryRESTMapper(groups)}
+	s := &Mapping{RESTMapper: cgrestmapper.NewDiscoveryRESTMapper(groups)}
 	t.m[d] = weak.Make(s)
 	runtime.AddCleanup(s, t.forget, d)
 	return s
@@ -56,7 +57,7 @@ func (t *mapperTable) intern(groups []*restmapper.APIGroupResources) *mapping {
 
 // forget drops d's entry once its mapping is freed (unless a new one took
 // its place meanwhile).
-func (t *mapperTable) forget(d digest) {
+func (t *Table) forget(d digest) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.m[d].Value() == nil {
@@ -64,25 +65,25 @@ func (t *mapperTable) forget(d digest) {
 	}
 }
 
-// len is the number of entries (freed mappings may still count until the
+// Len is the number of entries (freed mappings may still count until the
 // cleanup that forgets them has run).
-func (t *mapperTable) len() int {
+func (t *Table) Len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return len(t.m)
 }
 
-// mapperInput returns exactly what restmapper.NewDiscoveryRESTMapper reads
+// mapperInput returns exactly what cgrestmapper.NewDiscoveryRESTMapper reads
 // of a discovery (groups and resources as GroupsAndMaybeResources returns
 // them), in the server's order: each group's name, preferred version and
 // versions, and each version's resources' name, singular name, kind and
 // scope, subresources left out. Two discoveries with the same mapperInput
 // have the same mapping; anything else in them (verbs, short names,
 // categories, storage version hashes, server addresses) has no part in it.
-func mapperInput(groups *metav1.APIGroupList, resources map[schema.GroupVersion]*metav1.APIResourceList) []*restmapper.APIGroupResources {
-	out := make([]*restmapper.APIGroupResources, 0, len(groups.Groups))
+func mapperInput(groups *metav1.APIGroupList, resources map[schema.GroupVersion]*metav1.APIResourceList) []*cgrestmapper.APIGroupResources {
+	out := make([]*cgrestmapper.APIGroupResources, 0, len(groups.Groups))
 	for _, g := range groups.Groups {
-		gr := &restmapper.APIGroupResources{
+		gr := &cgrestmapper.APIGroupResources{
 			Group: metav1.APIGroup{Name: g.Name,
 				PreferredVersion: metav1.GroupVersionForDiscovery{Version: g.PreferredVersion.Version}},
 			VersionedResources: make(map[string][]metav1.APIResource, len(g.Versions)),
@@ -112,7 +113,7 @@ func mappedResources(rs []metav1.APIResource) []metav1.APIResource {
 
 // digestOf hashes every field of groups (a mapperInput), each string and
 // list prefixed with its length so that no two inputs write the same bytes.
-func digestOf(groups []*restmapper.APIGroupResources) digest {
+func digestOf(groups []*cgrestmapper.APIGroupResources) digest {
 	w := digestWriter{h: sha256.New()}
 	w.int(len(groups))
 	for _, g := range groups {
