@@ -19,7 +19,7 @@ JAEGER_VERSION := v1.75.0
 export JAEGER_BIN := $(BIN)/jaeger-$(JAEGER_VERSION)
 DEMO_FLAGS  ?= -duration 60s -flap 20s
 
-.PHONY: all test test-newest adoption chaos chaos-short vet lint fmt bench bench-scale bench-mhc bench-rotation capi-conformance capi-conformance-adapter bench-scenarios bench-scenarios-realtime bench-peers bench-peers-smoke soak demo demo-replicas demo-herd bench-shard tools clean envtest-assets crds jaeger jaeger-bin trace-picture
+.PHONY: all test test-newest adoption chaos chaos-short chaos-short-race vet lint fmt bench bench-scale bench-mhc bench-rotation capi-conformance capi-conformance-adapter bench-scenarios bench-scenarios-realtime bench-peers bench-peers-smoke soak demo demo-replicas demo-herd bench-shard tools clean envtest-assets crds jaeger jaeger-bin trace-picture
 
 all: lint test
 
@@ -230,8 +230,10 @@ bench-rotation: envtest-assets
 ## on 100 Clusters over 4 workload apiservers behind fault proxies, with Cluster API v1.14.2's
 ## MachineHealthCheck reconciler: the drop-in, then the stock ClusterCache, on the same
 ## schedule (~2 × 65 min). Writes bench/peers/results/chaos.{md,json,png}; CHAOS_FLAGS adds
-## driver flags. chaos-short (.ci/run): 3 minutes, seed 1, the drop-in on 30 Clusters; fails
-## if anything is stuck, leaked, crossed or hung.
+## driver flags (-chaos-pprof DIR keeps the manager's goroutine and heap profiles at the
+## baseline and the end). chaos-short (.ci/run): 3 minutes, seed 1, the drop-in on 30
+## Clusters; fails if anything is stuck, leaked, crossed or hung. chaos-short-race: the same
+## with the manager built with -race (a data race ends it: a crash, which fails the run).
 CHAOS_SEED ?= 1
 CHAOS_DURATION ?= 60m
 chaos: envtest-assets
@@ -240,7 +242,10 @@ chaos: envtest-assets
 	cd bench/peers/plot && $(GO) run . -chaos -in ../results/chaos.json -out ../results/chaos.png
 
 chaos-short: envtest-assets
-	$(GO) run ./bench/peers/driver -chaos-short
+	$(GO) run ./bench/peers/driver -chaos-short $(CHAOS_FLAGS)
+
+chaos-short-race: envtest-assets
+	$(GO) run ./bench/peers/driver -chaos-short -chaos-race $(CHAOS_FLAGS)
 
 ## capi-conformance: Cluster API v1.14.2's own envtest suites (every package that calls
 ## clustercache.SetupWithManager), stock and on clusterpool's drop-in, compared

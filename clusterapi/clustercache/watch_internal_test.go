@@ -20,11 +20,13 @@ type countingWatcher struct {
 	calls   atomic.Int32
 	fail    int32
 	release chan struct{}
+	got     connCache // the last cache Watch got
 }
 
 func (w *countingWatcher) Name() string          { return "w" }
 func (w *countingWatcher) Object() client.Object { return nil }
-func (w *countingWatcher) Watch(ctrlcache.Cache) error {
+func (w *countingWatcher) Watch(c ctrlcache.Cache) error {
+	w.got, _ = c.(connCache)
 	n := w.calls.Add(1)
 	if w.release != nil {
 		<-w.release
@@ -77,8 +79,9 @@ func TestWatchesDedupe(t *testing.T) {
 	})
 }
 
-// TestWatchesForget: a closed connection's watches are forgotten, whether
-// OnClose (forget) runs before or after add records them.
+// TestWatchesForget: a closed connection's watches are forgotten, and the
+// cache each Watch got ends its waits, whether OnClose (forget) runs
+// before or after add records them.
 func TestWatchesForget(t *testing.T) {
 	var ws watches
 	c := &kube.Cluster{}
@@ -86,15 +89,19 @@ func TestWatchesForget(t *testing.T) {
 	if err := ws.add(context.Background(), c, w, always); err != nil {
 		t.Fatal(err)
 	}
+	if w.got.conn.Err() != nil {
+		t.Fatal("the cache of an open connection's watch is bounded already")
+	}
 	ws.forget(c)
-	if n := len(ws.byCluster); n != 0 {
-		t.Fatalf("%d connections remembered after forget, want 0", n)
+	if n := len(ws.byCluster); n != 0 || w.got.conn.Err() == nil {
+		t.Fatalf("after forget: %d connections remembered (want 0), the watch's cache bounded: %v", n, w.got.conn.Err() != nil)
 	}
 	// The connection closed between Peek and add: add forgets it itself.
-	if err := ws.add(context.Background(), c, w, func() bool { return false }); err != nil {
+	w2 := &countingWatcher{}
+	if err := ws.add(context.Background(), c, w2, func() bool { return false }); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(ws.byCluster); n != 0 {
-		t.Fatalf("%d connections remembered for a closed connection, want 0", n)
+	if n := len(ws.byCluster); n != 0 || w2.got.conn.Err() == nil {
+		t.Fatalf("a closed connection: %d connections remembered (want 0), the watch's cache bounded: %v", n, w2.got.conn.Err() != nil)
 	}
 }

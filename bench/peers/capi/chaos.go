@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/metrics"
-	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -45,6 +44,8 @@ type chaosSample struct {
 	Panics  int        `json:"panics"`
 	Crossed []crossing `json:"crossed,omitempty"`
 	Hung    []hungCall `json:"hung,omitempty"`
+	// PProf is where the process serves net/http/pprof (-pprof).
+	PProf string `json:"pprof,omitempty"`
 }
 
 // runChaos runs the manager until in closes (or ctx ends), writing a
@@ -56,6 +57,10 @@ func runChaos(ctx context.Context, p plan, counter *errorCounter, in io.Reader, 
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	pprofAddr, err := servePProf(runCtx, p.PProf)
+	if err != nil {
+		return err
+	}
 	k := newChecks(mgr.GetClient(), p.HungAfter)
 	cc, err := setupControllers(runCtx, mgr, setupFor(p.Cache), func(cc clustercache.ClusterCache) clustercache.ClusterCache {
 		return &checkedCache{ClusterCache: cc, k: k}
@@ -68,7 +73,7 @@ func runChaos(ctx context.Context, p plan, counter *errorCounter, in io.Reader, 
 	full := make(chan struct{}, 1)
 	closed := make(chan struct{})
 	go readCommands(in, full, closed)
-	s := sampler{p: p, cc: cc, mgmt: mgr.GetClient(), k: k, counter: counter, enc: json.NewEncoder(out), since: time.Now()}
+	s := sampler{p: p, cc: cc, mgmt: mgr.GetClient(), k: k, counter: counter, enc: json.NewEncoder(out), since: time.Now(), pprof: pprofAddr}
 	t := time.NewTicker(p.Sample)
 	defer t.Stop()
 	for {
@@ -126,13 +131,14 @@ type sampler struct {
 	counter *errorCounter
 	enc     *json.Encoder
 	since   time.Time
+	pprof   string
 }
 
 // write writes one sample (full: with the live heap and series).
 func (s *sampler) write(ctx context.Context, full bool) error {
 	now := time.Now()
 	s.k.scan()
-	smp := chaosSample{UnixMs: now.UnixMilli(), Full: full, Goroutines: runtime.NumGoroutine(), Reconciled: map[string]int64{}}
+	smp := chaosSample{UnixMs: now.UnixMilli(), Full: full, Goroutines: runtime.NumGoroutine(), Reconciled: map[string]int64{}, PProf: s.pprof}
 	var list clusterv1.ClusterList
 	if err := s.mgmt.List(ctx, &list, client.InNamespace(s.p.Namespace)); err == nil {
 		smp.Clusters = len(list.Items)
@@ -153,7 +159,6 @@ func (s *sampler) write(ctx context.Context, full bool) error {
 		return err
 	}
 	if full {
-		dumpGoroutines(now)
 		smp.HeapBytes = liveHeap()
 		if smp.Series, err = seriesPerCluster(s.p.Namespace); err != nil {
 			return err
@@ -163,22 +168,6 @@ func (s *sampler) write(ctx context.Context, full bool) error {
 		return fmt.Errorf("writing a sample: %w", err)
 	}
 	return nil
-}
-
-// dumpGoroutines writes the goroutine profile (aggregated stacks) to
-// $CHAOS_PPROF_DIR/goroutines-<Unix ms>.txt, if that is set.
-func dumpGoroutines(now time.Time) {
-	dir := os.Getenv("CHAOS_PPROF_DIR")
-	if dir == "" {
-		return
-	}
-	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("goroutines-%d.txt", now.UnixMilli())))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "capi:", err)
-		return
-	}
-	defer f.Close()
-	pprof.Lookup("goroutine").WriteTo(f, 1)
 }
 
 // liveHeap runs a GC and returns the live heap.

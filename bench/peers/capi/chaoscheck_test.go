@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -152,5 +155,37 @@ func TestParseChaosFlags(t *testing.T) {
 	}
 	if _, err := parseFlags([]string{"-kubeconfig", "k", "-chaos", "-sample", "0s"}); err == nil {
 		t.Fatal("-sample 0 accepted")
+	}
+	for addr, ok := range map[string]bool{"127.0.0.1:0": true, "[::1]:6060": true, "0.0.0.0:0": false, ":6060": false, "localhost:0": false} {
+		if p, err := parseFlags([]string{"-kubeconfig", "k", "-chaos", "-pprof", addr}); (err == nil) != ok || (ok && p.PProf != addr) {
+			t.Errorf("-pprof %s: %v, want accepted %v", addr, err, ok)
+		}
+	}
+}
+
+// TestServePProf: the goroutine profile is served on the address returned,
+// until ctx ends.
+func TestServePProf(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	addr, err := servePProf(ctx, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get("http://" + addr + "/debug/pprof/goroutine?debug=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || !strings.HasPrefix(string(body), "goroutine profile: total ") {
+		t.Fatalf("goroutine profile: %v, %.80q", err, body)
+	}
+	cancel() // the server closes in ctx's AfterFunc: a request fails soon
+	for {
+		resp, err := http.Get("http://" + addr + "/debug/pprof/")
+		if err != nil {
+			return
+		}
+		resp.Body.Close()
 	}
 }

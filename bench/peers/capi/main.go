@@ -110,6 +110,9 @@ type plan struct {
 	// longer than HungAfter is reported hung.
 	Chaos             bool
 	Sample, HungAfter time.Duration
+	// PProf, if set, is the loopback address (host:port, port 0 for any)
+	// where -chaos serves net/http/pprof; every sample carries the address.
+	PProf string
 }
 
 // featureGatesUsage is -feature-gates' help.
@@ -137,7 +140,11 @@ func parseFlags(args []string) (plan, error) {
 	fs.BoolVar(&p.Chaos, "chaos", false, "chaos mode: run until stdin closes, print one JSON sample per -sample on stdout; a line \"full\" on stdin asks for one with the live heap and metric series")
 	fs.DurationVar(&p.Sample, "sample", time.Second, "chaos mode: time between samples")
 	fs.DurationVar(&p.HungAfter, "hung-after", 15*time.Second, "chaos mode: a call through the ClusterCache or its clients that takes longer is reported hung")
+	fs.StringVar(&p.PProf, "pprof", "", "chaos mode: serve net/http/pprof on this loopback address (e.g. 127.0.0.1:0); the samples carry the address")
 	if err := fs.Parse(args); err != nil {
+		return p, err
+	}
+	if err := loopbackOnly(p.PProf); err != nil {
 		return p, err
 	}
 	if p.Kubeconfig == "" || p.Duration <= 0 || (p.Cache != "stock" && p.Cache != "adapter") {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -33,6 +35,10 @@ type chaosOptions struct {
 	Steady time.Duration `json:"steady_ns"`
 	From   string        `json:"-"`
 	Gates  string        `json:"feature_gates,omitempty"`
+	// Race: the peer is built with -race. PProfDir: where the peer's
+	// goroutine and heap profiles at the baseline and the end are saved.
+	Race     bool   `json:"race,omitempty"`
+	PProfDir string `json:"-"`
 }
 
 // chaosFlags defines the chaos run's flags on fs, into co. CHAOS_SEED and
@@ -54,6 +60,8 @@ func chaosFlags(fs *flag.FlagSet, co *chaosOptions) {
 	fs.DurationVar(&co.Settle, "chaos-settle", 60*time.Second, "chaos run: after the last fault, every live Cluster must be connected within this")
 	fs.DurationVar(&co.Steady, "chaos-steady", 30*time.Second, "chaos run: from every Cluster connected and reconciled until the baseline")
 	fs.StringVar(&co.Gates, "chaos-feature-gates", "", "chaos run: Cluster API feature gates of the peer")
+	fs.BoolVar(&co.Race, "chaos-race", false, "chaos run: the Cluster API peer built with -race (GORACE=halt_on_error=1: a data race ends the manager, which counts as a crash)")
+	fs.StringVar(&co.PProfDir, "chaos-pprof", "", "chaos run: save the manager's goroutine (debug=1) and heap profiles at the baseline and at the end in this directory, as <cache>-{baseline,end}-{goroutines.txt,heap.pb.gz}")
 	fs.Func("chaos-from", "run nothing: print the -json file of a chaos run again", func(v string) error {
 		co.On, co.From = true, v
 		return nil
@@ -149,6 +157,13 @@ func runChaosMode(ctx context.Context, o options, root string, out io.Writer) er
 		return writeChaos(out, rep)
 	}
 	bin, capiDir, err := capiPeer(ctx, root)
+	if err == nil && co.Race {
+		bin, err = raceBuild(ctx, root, bin)
+		fmt.Fprintf(os.Stderr, "bench-chaos: the manager is %s (-race, GORACE=halt_on_error=1)\n", bin)
+	}
+	if err == nil && co.PProfDir != "" {
+		err = os.MkdirAll(co.PProfDir, 0o755)
+	}
 	if err != nil {
 		return err
 	}
@@ -179,6 +194,18 @@ func runChaosMode(ctx context.Context, o options, root string, out io.Writer) er
 		return shortVerdict(rep)
 	}
 	return nil
+}
+
+// raceBuild builds the capi peer with -race beside bin (its build without),
+// as hack/build-tool.sh builds every peer, and returns its path.
+func raceBuild(ctx context.Context, root, bin string) (string, error) {
+	out := bin + "-race"
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "hack/build-tool.sh"), out, "bench/peers/capi", ".", "-race")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("building the capi peer with -race: %w", err)
+	}
+	return out, nil
 }
 
 // shortVerdict fails if any run has anything stuck, leaked, crossed or

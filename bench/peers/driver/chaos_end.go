@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -16,13 +17,18 @@ type chaosVerdicts struct {
 	AllConnectedAfter float64  `json:"all_connected_after_s"`
 	Stuck             []string `json:"stuck"`
 	// Lingering: deleted Clusters (and deleted incarnations) with
-	// connections, a client or metric series left after the settle time.
+	// connections, a client, metric series or goroutines (labelled
+	// goroutineLabel) left after the settle time.
 	Lingering []string `json:"lingering"`
 	// Baseline: before the first fault (median of 3); End: at the end
 	// (per figure, the least of the samples taken).
 	Baseline procStats `json:"baseline"`
 	End      procStats `json:"end"`
 	Leaked   []string  `json:"leaked"`
+	// Grown: the goroutine stacks that grew most from the baseline's
+	// profile to the end's; ProfileError: why there are none.
+	Grown        []stackGrowth `json:"grown,omitempty"`
+	ProfileError string        `json:"profile_error,omitempty"`
 	// Crossed: Nodes read through the wrong cluster's client.
 	Crossed []chaosCrossing `json:"crossed"`
 	// Hung: calls through the ClusterCache or its clients that outlived
@@ -97,6 +103,12 @@ func (r *chaosRun) judgeEnd(ctx context.Context, base procStats) chaosVerdicts {
 	}
 	v.Lingering = r.waitGone(ctx, deadline)
 	v.End, v.Leaked = r.endStats(ctx, base)
+	prof, err := r.goroutines(ctx, "end")
+	if err = errors.Join(r.profErr, err); err != nil {
+		v.ProfileError = err.Error()
+	} else {
+		v.Grown = grown(r.baseProf, prof, 5)
+	}
 	return v
 }
 
@@ -112,7 +124,8 @@ func (r *chaosRun) waitGone(ctx context.Context, deadline time.Time) []string {
 	}
 }
 
-// lingering lists what deleted Clusters left (asks for a full sample).
+// lingering lists what deleted Clusters left (asks for a full sample and
+// reads a goroutine profile).
 func (r *chaosRun) lingering(ctx context.Context) []string {
 	live := r.cf.live()
 	r.cf.mu.Lock()
@@ -125,11 +138,16 @@ func (r *chaosRun) lingering(ctx context.Context) []string {
 	r.cf.mu.Unlock()
 	var left []string
 	samples, _ := r.fullSamples(ctx, 1)
+	prof, perr := r.goroutines(ctx, "")
 	for name, open := range retired {
 		if open > 0 {
 			left = append(left, fmt.Sprintf("%s: %d connections open to a deleted incarnation's proxy", name, open))
 		}
-		if slices.Contains(live, name) {
+		isLive := slices.Contains(live, name)
+		if l := labelledLeft(name, prof.ByCluster[name], isLive, r.baseProf.mostPerCluster()); perr == nil && l != "" {
+			left = append(left, l)
+		}
+		if isLive {
 			continue
 		}
 		if down, _ := r.trace.notConnected([]string{name}); len(down) == 0 {
@@ -141,6 +159,20 @@ func (r *chaosRun) lingering(ctx context.Context) []string {
 	}
 	slices.Sort(left)
 	return left
+}
+
+// labelledLeft says what goroutines labelled with Cluster name (n) a
+// deleted incarnation of it left, if any: every one if no Cluster of that
+// name lives; for a live one (whose own goroutines stay), twice the most
+// of one Cluster at the baseline (baseMost, at least 1) or more.
+func labelledLeft(name string, n int, live bool, baseMost int) string {
+	switch {
+	case !live && n > 0:
+		return fmt.Sprintf("%s: %d goroutines labelled with it", name, n)
+	case live && n >= 2*max(baseMost, 1):
+		return fmt.Sprintf("%s: %d goroutines labelled with it, at least twice the most of one Cluster at the baseline (%d): an earlier incarnation's", name, n, baseMost)
+	}
+	return ""
 }
 
 // endStats takes full samples, 3 s apart, for up to 60 s, until their

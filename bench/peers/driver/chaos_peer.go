@@ -28,6 +28,7 @@ type chaosSample struct {
 	Panics     int              `json:"panics"`
 	Crossed    []chaosCrossing  `json:"crossed,omitempty"`
 	Hung       []chaosHung      `json:"hung,omitempty"`
+	PProf      string           `json:"pprof,omitempty"`
 }
 
 // chaosCrossing is the peer's crossing: a Node read through a cluster's
@@ -63,6 +64,7 @@ type procSample struct {
 type peerProc struct {
 	bin  string
 	args []string
+	env  []string  // added to the driver's environment
 	log  io.Writer // the processes' stderr
 
 	Samples chan procSample
@@ -88,6 +90,7 @@ func newPeerProc(bin string, args []string, log io.Writer) *peerProc {
 // start starts a process.
 func (pp *peerProc) start() error {
 	cmd := exec.Command(pp.bin, pp.args...)
+	cmd.Env = append(os.Environ(), pp.env...)
 	cmd.Stderr = pp.log
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -50,6 +50,7 @@ func writeChaos(out io.Writer, rep chaosReport) error {
 		b.WriteString("\n")
 	}
 	for _, r := range rep.Results {
+		writeGrown(&b, r)
 		writePastBound(&b, r)
 	}
 	_, err := io.WriteString(out, b.String())
@@ -124,6 +125,23 @@ func countOrList(l []string) string {
 		return "0"
 	}
 	return fmt.Sprintf("**%d**: %s", len(l), strings.Join(l, "; "))
+}
+
+// writeGrown lists, for a run that leaked, the goroutine stacks that grew
+// most, and says why there are none if the profiles failed.
+func writeGrown(b *strings.Builder, r chaosResult) {
+	v := r.Verdicts
+	if v.ProfileError != "" {
+		fmt.Fprintf(b, "\n%s: no goroutine profiles: %s\n", r.Cache, v.ProfileError)
+	}
+	if len(v.Leaked) == 0 || len(v.Grown) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n%s: the goroutine stacks that grew most from the baseline to the end:\n\n", r.Cache)
+	for _, g := range v.Grown {
+		frames := strings.Split(g.Stack, " < ")
+		fmt.Fprintf(b, "- %d → %d: %s\n", g.Baseline, g.End, strings.Join(frames[:min(4, len(frames))], " < "))
+	}
 }
 
 // writePastBound lists r's clusters past the bound with their faults.

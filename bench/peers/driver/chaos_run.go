@@ -42,6 +42,11 @@ type chaosRun struct {
 	trace    *chaosTrace
 	t0       time.Time
 
+	// baseProf is the peer's goroutine profile at the baseline (profErr:
+	// why there is none).
+	baseProf goroutineProfile
+	profErr  error
+
 	mu     sync.Mutex
 	events []faultEvent
 }
@@ -156,11 +161,14 @@ func (r *chaosRun) close() {
 func (r *chaosRun) run(ctx context.Context, log *os.File) (chaosResult, error) {
 	res := chaosResult{Cache: r.cache, Bound: boundFor(r.cache)}
 	args := []string{"-chaos", "-kubeconfig", r.cf.Kubeconfig, "-namespace", namespace, "-cache", r.cache,
-		"-sample", chaosSampleEvery.String(), "-hung-after", chaosHungAfter.String()}
+		"-sample", chaosSampleEvery.String(), "-hung-after", chaosHungAfter.String(), "-pprof", "127.0.0.1:0"}
 	if r.o.chaos.Gates != "" {
 		args = append(args, "-feature-gates", r.o.chaos.Gates)
 	}
 	r.peer = newPeerProc(r.bin, args, log)
+	if r.o.chaos.Race {
+		r.peer.env = []string{"GORACE=halt_on_error=1"}
+	}
 	r.trace = newChaosTrace(r.cf.live)
 	collected := make(chan struct{})
 	go func() { r.trace.collect(r.peer.Samples); close(collected) }()
@@ -183,6 +191,7 @@ func (r *chaosRun) run(ctx context.Context, log *os.File) (chaosResult, error) {
 	if err != nil {
 		return res, err
 	}
+	r.baseProf, r.profErr = r.goroutines(ctx, "baseline")
 	r.t0 = time.Now()
 	r.trace.setT0(r.t0)
 	r.play(ctx)

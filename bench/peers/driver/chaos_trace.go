@@ -31,6 +31,7 @@ type chaosTrace struct {
 	panics    map[int]int // by process: its last count
 	pending   map[string]time.Time
 	fulls     []chaosSample
+	pprof     string // where the latest process serves net/http/pprof
 	live      func() []string
 }
 
@@ -78,6 +79,17 @@ func (tr *chaosTrace) add(s procSample) {
 	if s.Full {
 		tr.fulls = append(tr.fulls, s.chaosSample)
 	}
+	if s.PProf != "" {
+		tr.pprof = s.PProf
+	}
+}
+
+// pprofAddr is where the peer process that sent the latest sample serves
+// net/http/pprof.
+func (tr *chaosTrace) pprofAddr() string {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.pprof
 }
 
 // setT0 makes t0 the origin of the points (the fault window's opening).
