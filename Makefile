@@ -195,7 +195,7 @@ soak:
 ## requests, TCP connections per cluster, fitted per cluster over N; the p99 of a Get
 ## under 100 Gets/s; then 3 clusters per fault class are killed (apiserver stopped,
 ## black-hole partition, apiserver killed; 2 small apiservers of their own) and the
-## time until each peer reports them not connected (~35 min). Writes
+## time until each peer reports them not connected (~40 min). Writes
 ## bench/peers/results/scale.{md,json,png}; SCALE_SIZES sets the sizes,
 ## SCALE_FLAGS adds driver flags.
 SCALE_SIZES ?= 100,1000,3000,10000

@@ -92,8 +92,9 @@ type loadFigures struct {
 	MaxMs  float64 `json:"max_ms"`
 }
 
-// bigFleet: fleets above it idle for IdleBig (its rate is measured over
-// as many cluster-seconds in a shorter window).
+// bigFleet: fleets above it idle for IdleBig, if set (a rate is measured
+// over as many cluster-seconds in a shorter window, but a window shorter
+// than a periodic cadence reads where it fell in the period).
 const bigFleet = 1000
 
 // idleAt is the idle window on a fleet of n.

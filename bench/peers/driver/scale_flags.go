@@ -10,7 +10,7 @@ import (
 // after connect-all beyond the idle window: the load window and the
 // dead-cluster detection, and the -peer programs' largest fleet.
 func phaseFlags(fs *flag.FlagSet, so *scaleOptions) {
-	fs.DurationVar(&so.IdleBig, "idle-big", 30*time.Second, "scale run: the idle window on fleets above 1,000 Clusters (0: -idle)")
+	fs.DurationVar(&so.IdleBig, "idle-big", 0, "scale run: the idle window on fleets above 1,000 Clusters (0: -idle; keep it a multiple of 60 s, kube.Prober's ReadyzInterval: a shorter window reads 0 or 2× a cadence the connect synchronized)")
 	fs.IntVar(&so.PeerMax, "peer-max", 1000, "scale run: run the -peer programs only on fleets up to this size")
 	fs.Float64Var(&so.LoadRate, "load-rate", 100, "scale run: after the idle window, Gets per second each peer sends, of the clusters in turn (0: no load window)")
 	fs.DurationVar(&so.LoadWindow, "load-window", 20*time.Second, "scale run: how long -load-rate lasts")
