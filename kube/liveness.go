@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"sync/atomic"
@@ -51,9 +52,14 @@ type liveness struct {
 	suspect atomic.Bool            // the last probe failed, or a connection was lost since
 	retry   atomic.Int64           // since born: no GET /readyz before this after a failed one
 	lost    atomic.Pointer[func()] // see onLost
+	// phase, in [0, 1/2), shortens the first readyzEvery after the dial by
+	// that fraction of it, so that clusters dialed together (a manager's
+	// start, a management apiserver's restart) do not send GET /readyz
+	// together ever after: each keeps the phase it drew.
+	phase float64
 }
 
-func newLiveness() *liveness { return &liveness{born: time.Now()} }
+func newLiveness() *liveness { return &liveness{born: time.Now(), phase: rand.Float64() / 2} }
 
 // livenessOf returns c's liveness, or nil when a Dialer did not build c.
 func livenessOf(c *Cluster) *liveness {
@@ -73,13 +79,18 @@ func (lv *liveness) onLost(f func()) { lv.lost.Store(&f) }
 
 // wait returns how long a Prober of this Interval may wait before it sends
 // GET /readyz: until the evidence is 5/2 interval old, or the last /readyz
-// readyzEvery old (zero if either is); a suspect cluster's, until a failed
-// probe's start plus interval (a lost connection does not hurry it).
+// readyzEvery old (zero if either is; the dial counts as the first, less
+// its phase); a suspect cluster's, until a failed probe's start plus
+// interval (a lost connection does not hurry it).
 func (lv *liveness) wait(interval, readyzEvery time.Duration) time.Duration {
 	if lv.suspect.Load() {
 		return max(time.Duration(lv.retry.Load())-lv.since(), 0)
 	}
-	at := min(time.Duration(lv.read.Load())+interval*5/2, time.Duration(lv.readyz.Load())+readyzEvery)
+	last := time.Duration(lv.readyz.Load())
+	if last == 0 { // the dial's
+		last -= time.Duration(lv.phase * float64(readyzEvery))
+	}
+	at := min(time.Duration(lv.read.Load())+interval*5/2, last+readyzEvery)
 	return max(at-lv.since(), 0)
 }
 

@@ -54,7 +54,8 @@ type ProberOptions struct {
 // The wire stands in for most probes (docs/health.md): a Dialer's cluster
 // records when its connections last read bytes, the acks of the HTTP/2
 // PINGs an idle one gets every 20s included. GET /readyz goes when that
-// evidence is 5/2 Interval (I) old, every ReadyzInterval, every I while
+// evidence is 5/2 Interval (I) old, every ReadyzInterval (the first after
+// a dial sooner by a random phase of up to half of it), every I while
 // the cluster is suspect (its last probe failed or it lost a connection),
 // and at once when a connection ends by a read error kube did not cause.
 // Other ticks send and report nothing. Other Clusters are probed every I.

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -167,11 +168,16 @@ func (noConns) CloseAll() {}
 
 // wiredProber runs, in a synctest bubble, a Prober (Interval 10s, Timeout
 // 5s, readyz as given) of one connected cluster whose /readyz srv answers
-// and whose wire is lv. The Prober stops at the test's end.
+// and whose wire is lv, of phase 0. The Prober stops at the test's end.
 func wiredProber(t *testing.T, readyz time.Duration) (*fakePool, *fakeAPIServer, *liveness) {
+	return phasedProber(t, readyz, 0)
+}
+
+// phasedProber is wiredProber with the cluster's liveness of the given phase.
+func phasedProber(t *testing.T, readyz time.Duration, phase float64) (*fakePool, *fakeAPIServer, *liveness) {
 	srv := &fakeAPIServer{origin: time.Now(), mode: "ok"}
 	lv := newLiveness()
-	lv.connCloser = noConns{}
+	lv.connCloser, lv.phase = noConns{}, phase
 	done := make(chan struct{})
 	close(done)
 	key := client.ObjectKey{Namespace: "f", Name: "wired"}
@@ -252,6 +258,42 @@ func TestProberSkipsWhileTheWireAnswers(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// A cluster's phase brings its first GET /readyz after the dial forward by
+// that fraction of ReadyzInterval, and only the first: clusters dialed
+// together keep the spread. Every phase newLiveness draws is in [0, 1/2).
+func TestProberFirstReadyzKeepsItsPhase(t *testing.T) {
+	for _, tc := range []struct {
+		phase float64
+		want  []time.Duration
+	}{
+		{0, seconds(60, 120, 180)},
+		{0.25, seconds(45, 105, 165)},
+		{0.375, seconds(37.5, 97.5, 157.5)},
+	} {
+		t.Run(fmt.Sprint(tc.phase), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				_, srv, lv := phasedProber(t, 0, tc.phase)
+				feed(t, lv, srv.origin, pingEvery, 185*time.Second)
+				at(srv.origin, 185*time.Second)
+				if got := srv.requests(); !slices.Equal(got, tc.want) {
+					t.Errorf("readyz at %v, want %v", got, tc.want)
+				}
+			})
+		})
+	}
+	seen := map[float64]bool{}
+	for range 100 {
+		p := newLiveness().phase
+		if p < 0 || p >= 0.5 {
+			t.Fatalf("phase %v outside [0, 1/2)", p)
+		}
+		seen[p] = true
+	}
+	if len(seen) < 50 {
+		t.Errorf("100 livenesses drew %d distinct phases: clusters dialed together would probe together", len(seen))
 	}
 }
 
