@@ -29,8 +29,23 @@ type figures struct {
 	IdleCPUSeconds       float64          `json:"idle_cpu_s,omitempty"`
 	HeapBytes            int64            `json:"heap_bytes,omitempty"`
 	IdleRequests         uint64           `json:"idle_requests,omitempty"`
+	Memory               *memClasses      `json:"memory,omitempty"`
 	Timings              map[string]dist  `json:"timings,omitempty"`
 	Availability         *availability    `json:"availability,omitempty"`
+}
+
+// memClasses is bench/peers/workload/idle.Memory: where a peer's resident
+// set is at the idle window's end, before the GC that HeapBytes follows
+// (bytes). Field names must match; TestMemClassesMatchIdle checks them.
+type memClasses struct {
+	ObjectsBytes  int64 `json:"objects_bytes"`
+	HeadroomBytes int64 `json:"headroom_bytes"`
+	StacksBytes   int64 `json:"stacks_bytes"`
+	RuntimeBytes  int64 `json:"runtime_bytes"`
+	ReleasedBytes int64 `json:"released_bytes"`
+	TotalBytes    int64 `json:"total_bytes"`
+	OutsideBytes  int64 `json:"outside_bytes"`
+	GoalBytes     int64 `json:"goal_bytes"`
 }
 
 // availability is workload.Availability: when each cluster was reported

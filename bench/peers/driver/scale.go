@@ -77,6 +77,8 @@ type scaleResult struct {
 	Errors          int     `json:"errors"`
 	// PeakRSSBytes is the process's peak resident set (VmHWM).
 	PeakRSSBytes int64 `json:"peak_rss_bytes,omitempty"`
+	// Memory: where RSSBytes is (nil from a peer that does not say).
+	Memory *memClasses `json:"memory,omitempty"`
 	// Load: the load window's Gets; Detections: the killed clusters.
 	Load       *loadFigures `json:"load,omitempty"`
 	Detections []detection  `json:"detections,omitempty"`

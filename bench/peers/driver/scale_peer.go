@@ -146,7 +146,8 @@ func (sr scaleRun) result(stdout []byte, w *window, before []uint64, ph *phases)
 	}
 	r := scaleResult{Clusters: sr.n, Strategy: sr.strategy, Version: fig.Version, ConnectS: fig.AllReconciled,
 		RSSBytes: fig.RSSBytes, HeapBytes: fig.HeapBytes, Goroutines: fig.Goroutines,
-		DialsPerCluster: float64(dials) / float64(sr.n), Errors: fig.Errors, PeakRSSBytes: fig.PeakRSSBytes}
+		DialsPerCluster: float64(dials) / float64(sr.n), Errors: fig.Errors, PeakRSSBytes: fig.PeakRSSBytes,
+		Memory: fig.Memory}
 	if idle := time.Duration(fig.IdleEndUnixMs-fig.IdleStartUnixMs) * time.Millisecond; idle > 0 {
 		r.IdleCPUPerMin = fig.IdleCPUSeconds / idle.Minutes()
 		r.IdleServerRequestsPerSec = w.requests/w.elapsed.Seconds() - sr.base

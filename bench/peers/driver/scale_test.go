@@ -3,6 +3,8 @@ package main
 import (
 	"math"
 	"os"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -148,5 +150,59 @@ func TestWriteTargets(t *testing.T) {
 	writeTargets(&none, scaleReport{Results: rs[:2], Fits: fits(rs[:2])})
 	if !strings.Contains(none.String(), "1.2× the floor's") || strings.Contains(none.String(), "ClusterCache") {
 		t.Errorf("without ClusterCache: %q, want only the floor's target", none.String())
+	}
+}
+
+// The memory table fits each bucket over N, gives its difference from the
+// floor's (the goroutines' beside the stacks), and "–" for a peer that
+// does not report its memory classes.
+func TestWriteMemory(t *testing.T) {
+	// Per cluster, in KiB: the floor 100 live, 20 garbage, 30 headroom, 72
+	// stacks (9 goroutines), 10 runtime, 2 outside; the peer 90, 40, 50, 96
+	// (12 goroutines), 12, 2; each with 1 MiB more at N = 0.
+	mem := func(n int, live, garbage, headroom, stacks, runtime, outside int64) (int64, int64, *memClasses) {
+		k := func(v int64) int64 { return v*int64(n)<<10 + 1<<20 }
+		m := &memClasses{ObjectsBytes: k(live) + k(garbage), HeadroomBytes: k(headroom), StacksBytes: k(stacks),
+			RuntimeBytes: k(runtime), OutsideBytes: k(outside)}
+		return k(live) + k(garbage) + k(headroom) + k(stacks) + k(runtime) + k(outside), k(live), m
+	}
+	var rs []scaleResult
+	for _, n := range []int{100, 300, 1000} {
+		fr, fh, fm := mem(n, 100, 20, 30, 72, 10, 2)
+		pr, ph, pm := mem(n, 90, 40, 50, 96, 12, 2)
+		rs = append(rs,
+			scaleResult{Clusters: n, Strategy: "floor", RSSBytes: fr, HeapBytes: fh, Goroutines: 9 * n, Memory: fm},
+			scaleResult{Clusters: n, Strategy: "clusterpool", RSSBytes: pr, HeapBytes: ph, Goroutines: 12*n + 70, Memory: pm},
+			scaleResult{Clusters: n, Strategy: "old", RSSBytes: 300 * int64(n) << 10, HeapBytes: 100 * int64(n) << 10})
+	}
+	var out strings.Builder
+	writeMemory(&out, scaleReport{Results: rs, Fits: fits(rs)})
+	for _, want := range []string{
+		"| peer | RSS | live objects | garbage | heap headroom | stacks (goroutines) | runtime | outside Go |",
+		"| floor | 234.0 | 100.0 | 20.0 | 30.0 | 72.0 (9.00 goroutines) | 10.0 | 2.0 |",
+		"| clusterpool | 290.0 (+56.0) | 90.0 (-10.0) | 40.0 (+20.0) | 50.0 (+20.0) | 96.0 (+24.0; +3.00 goroutines) | 12.0 (+2.0) | 2.0 (+0.0) |",
+		"| old | 300.0 (+66.0) | 100.0 (+0.0) | – | – | – | – | – |",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no row %s in\n%s", want, out.String())
+		}
+	}
+	var none strings.Builder
+	writeMemory(&none, scaleReport{Results: rs[2:3], Fits: fits(rs[2:3])})
+	if none.Len() != 0 {
+		t.Errorf("without memory classes: %q, want no table", none.String())
+	}
+}
+
+// TestMemClassesMatchIdle checks that the driver decodes every field of
+// bench/peers/workload/idle.Memory, by the same names.
+func TestMemClassesMatchIdle(t *testing.T) {
+	want := jsonNames(t, "bench/peers/workload/idle/memclass.go")["Memory"]
+	var got []string
+	for f := range reflect.TypeFor[memClasses]().Fields() {
+		got = append(got, f.Tag.Get("json"))
+	}
+	if len(want) == 0 || !slices.Equal(got, want) {
+		t.Errorf("driver decodes %v, idle.Memory has %v", got, want)
 	}
 }

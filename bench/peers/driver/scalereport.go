@@ -7,18 +7,33 @@ import (
 	"strings"
 )
 
-// The figures fitted over N, in scaleResult's units.
-var fitFigures = []struct {
+// fitFigure is a figure fitted over N, in scaleResult's units, of the
+// results Has (all if nil).
+type fitFigure struct {
 	Name string
 	Of   func(scaleResult) float64
-}{
-	{"rss_bytes", func(r scaleResult) float64 { return float64(r.RSSBytes) }},
-	{"heap_bytes", func(r scaleResult) float64 { return float64(r.HeapBytes) }},
-	{"goroutines", func(r scaleResult) float64 { return float64(r.Goroutines) }},
-	{"idle_cpu_s_per_min", func(r scaleResult) float64 { return r.IdleCPUPerMin }},
-	{"idle_requests_per_s", func(r scaleResult) float64 { return r.IdleRequestsPerSec }},
-	{"connect_s", func(r scaleResult) float64 { return r.ConnectS }},
+	Has  func(scaleResult) bool
 }
+
+// points are N and the figure of strategy s's results that have it.
+func (fig fitFigure) points(results []scaleResult, s string) (xs, ys []float64) {
+	for _, r := range results {
+		if r.Strategy == s && (fig.Has == nil || fig.Has(r)) {
+			xs, ys = append(xs, float64(r.Clusters)), append(ys, fig.Of(r))
+		}
+	}
+	return xs, ys
+}
+
+// The figures fitted over N: scaleResult's and where its memory is.
+var fitFigures = slices.Concat([]fitFigure{
+	{Name: "rss_bytes", Of: func(r scaleResult) float64 { return float64(r.RSSBytes) }},
+	{Name: "heap_bytes", Of: func(r scaleResult) float64 { return float64(r.HeapBytes) }},
+	{Name: "goroutines", Of: func(r scaleResult) float64 { return float64(r.Goroutines) }},
+	{Name: "idle_cpu_s_per_min", Of: func(r scaleResult) float64 { return r.IdleCPUPerMin }},
+	{Name: "idle_requests_per_s", Of: func(r scaleResult) float64 { return r.IdleRequestsPerSec }},
+	{Name: "connect_s", Of: func(r scaleResult) float64 { return r.ConnectS }, Has: func(r scaleResult) bool { return r.ConnectS >= 0 }},
+}, memFigures)
 
 // fit is one strategy's least-squares line of one figure over N: Slope is
 // the figure per cluster. With one fleet size only, Slope is the figure
@@ -38,12 +53,7 @@ func fits(results []scaleResult) []fit {
 	floor := map[string]float64{}
 	for _, s := range strategiesOf(results) {
 		for _, fig := range fitFigures {
-			var xs, ys []float64
-			for _, r := range results {
-				if r.Strategy == s && (fig.Name != "connect_s" || r.ConnectS >= 0) {
-					xs, ys = append(xs, float64(r.Clusters)), append(ys, fig.Of(r))
-				}
-			}
+			xs, ys := fig.points(results, s)
 			if len(xs) == 0 {
 				continue
 			}
@@ -128,13 +138,7 @@ func writeScale(w io.Writer, rep scaleReport) error {
 	}
 	b.WriteString("\n\nPer cluster (least-squares slope over N; × the floor's slope):\n\n")
 	b.WriteString("| peer | RSS KiB | Go heap KiB | goroutines | idle CPU ms/min | idle req/s | connect ms |\n|---|---|---|---|---|---|---|\n")
-	by := map[string]map[string]fit{}
-	for _, f := range rep.Fits {
-		if by[f.Strategy] == nil {
-			by[f.Strategy] = map[string]fit{}
-		}
-		by[f.Strategy][f.Figure] = f
-	}
+	by := fitsBy(rep.Fits)
 	for _, s := range strategiesOf(rep.Results) {
 		m := by[s]
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", s,
@@ -143,10 +147,23 @@ func writeScale(w io.Writer, rep scaleReport) error {
 			slopeCell(m["idle_requests_per_s"], 1, "%.3f"), slopeCell(m["connect_s"], 1000, "%.1f"))
 	}
 	b.WriteString("\n")
+	writeMemory(&b, rep)
 	writeDetection(&b, rep)
 	writeTargets(&b, rep)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// fitsBy indexes fits by strategy and figure.
+func fitsBy(fits []fit) map[string]map[string]fit {
+	by := map[string]map[string]fit{}
+	for _, f := range fits {
+		if by[f.Strategy] == nil {
+			by[f.Strategy] = map[string]fit{}
+		}
+		by[f.Strategy][f.Figure] = f
+	}
+	return by
 }
 
 // loadCell is a peer's load figures: p50 / p99 ms (failed Gets).

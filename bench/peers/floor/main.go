@@ -63,6 +63,7 @@ type figures struct {
 	IdleCPUSeconds    float64              `json:"idle_cpu_s,omitempty"`
 	HeapBytes         int64                `json:"heap_bytes,omitempty"`
 	IdleRequests      uint64               `json:"idle_requests,omitempty"`
+	Memory            *idle.Memory         `json:"memory,omitempty"`
 	Timings           map[string]load.Dist `json:"timings,omitempty"`
 }
 
@@ -154,7 +155,7 @@ func run(ctx context.Context, p plan) error {
 		return fmt.Errorf("management host: %w", err)
 	}
 	m := idle.Measure(p.idle, idle.CountRequests(u.Host))
-	f.IdleRequests = m.Requests
+	f.IdleRequests, f.Memory = m.Requests, &m.Memory
 	f.IdleStartUnixMs, f.IdleEndUnixMs, f.IdleCPUSeconds = m.StartUnixMs, m.EndUnixMs, m.CPUSeconds
 	f.RSSBytes, f.PeakRSSBytes, f.HeapBytes, f.Goroutines = m.RSSBytes, m.PeakRSSBytes, m.HeapBytes, m.Goroutines
 	if p.loadRate > 0 {

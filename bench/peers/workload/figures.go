@@ -1,5 +1,7 @@
 package workload
 
+import "github.com/clusterpool/clusterpool/bench/peers/workload/idle"
+
 // Figures is what a peer prints on stdout as one JSON object at the end of
 // a run: the protocol with the driver (which decodes it with a struct of
 // the same JSON names, bench/peers/driver/protocol.go). Times are seconds
@@ -57,6 +59,8 @@ type Figures struct {
 	// IdleRequests: requests the process sent to workload clusters in the
 	// idle window, as client-go reports them (watches not included).
 	IdleRequests uint64 `json:"idle_requests,omitempty"`
+	// Memory: where RSSBytes is, read with it at the idle window's end.
+	Memory *idle.Memory `json:"memory,omitempty"`
 
 	// Timings, if the peer records them (-timings): distributions of the
 	// phases of successful reconciles and of client-go's requests.

@@ -20,6 +20,6 @@ func measureIdle(d time.Duration, requests func() uint64, f *Figures) {
 		}
 	}
 	f.IdleStartUnixMs, f.IdleEndUnixMs, f.IdleCPUSeconds = m.StartUnixMs, m.EndUnixMs, m.CPUSeconds
-	f.IdleRequests = m.Requests
+	f.IdleRequests, f.Memory = m.Requests, &m.Memory
 	f.RSSBytes, f.PeakRSSBytes, f.HeapBytes, f.Goroutines = m.RSSBytes, m.PeakRSSBytes, m.HeapBytes, m.Goroutines
 }

@@ -41,6 +41,8 @@ type Figures struct {
 	// Requests is how many requests the process sent in the window, as
 	// its requests counter says (0 without one).
 	Requests uint64
+	// Memory is where RSSBytes is, read with it (before the GC).
+	Memory Memory
 }
 
 // Measure prints the start marker, waits d, prints the end marker, waits
@@ -59,6 +61,7 @@ func Measure(d time.Duration, requests func() uint64) Figures {
 	f := Figures{StartUnixMs: start.UnixMilli(), EndUnixMs: end.UnixMilli(), CPUSeconds: (cpu1 - cpu0).Seconds(),
 		Goroutines: runtime.NumGoroutine(), Requests: req1 - req0}
 	f.RSSBytes, f.PeakRSSBytes = RSS()
+	f.Memory = readMemory(f.RSSBytes)
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
