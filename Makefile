@@ -19,7 +19,7 @@ JAEGER_VERSION := v1.75.0
 export JAEGER_BIN := $(BIN)/jaeger-$(JAEGER_VERSION)
 DEMO_FLAGS  ?= -duration 60s -flap 20s
 
-.PHONY: all test test-newest adoption chaos chaos-short chaos-short-race vet lint fmt bench bench-scale bench-mhc bench-rotation capi-conformance capi-conformance-adapter bench-scenarios bench-scenarios-realtime bench-peers bench-peers-smoke soak demo demo-replicas demo-herd bench-shard tools clean envtest-assets crds jaeger jaeger-bin trace-picture
+.PHONY: all test test-newest adoption chaos chaos-short chaos-short-race vet lint fmt bench bench-scale bench-mhc bench-before-after bench-rotation capi-conformance capi-conformance-adapter bench-scenarios bench-scenarios-realtime bench-peers bench-peers-smoke soak demo demo-replicas demo-herd bench-shard tools clean envtest-assets crds jaeger jaeger-bin trace-picture
 
 all: lint test
 
@@ -215,6 +215,19 @@ MHC_FLAGS ?=
 bench-mhc: envtest-assets
 	@mkdir -p bench/peers/results
 	set -o pipefail; $(GO) run ./bench/peers/driver -mhc $(MHC_FLAGS) -json bench/peers/results/mhc.json | tee bench/peers/results/mhc.md
+
+## bench-before-after: issue 37's earlier bars in one run, before (BEFORE, default 1bc0d5e: a
+## throwaway git worktree under bin/) against this working tree (~50 min, builds of the before
+## peers ~15 min more the first time): bench/'s hit-path benchmarks, BENCH_COUNT runs of each
+## tree alternating; the soak for SOAK_DURATION, before, after, after, before; one bench-peers run
+## with the before clusterpool peer; one bench-mhc run with the before drop-in (stock, adapter,
+## before, before, adapter, stock). Writes bench/peers/results/before-after.{md,json} (after ÷
+## before per figure) and the raw outputs under before-after/; BA_FLAGS adds
+## hack/before-after.sh flags (-only, -peers-flags, -mhc-flags, -keep; -h lists them).
+BEFORE ?= 1bc0d5e
+BA_FLAGS ?=
+bench-before-after: envtest-assets $(BENCHSTAT)
+	bash hack/before-after.sh -before $(BEFORE) -count $(BENCH_COUNT) -soak $(SOAK_DURATION) $(BA_FLAGS)
 
 ## bench-rotation: every Cluster's kubeconfig Secret gets a new bearer token every 20 s
 ## (6 rotations), the old token is revoked 5 s later (a token webhook on 127.0.0.1); the

@@ -37,6 +37,7 @@ type options struct {
 	rotation   rotationOptions
 	mhc        mhcOptions
 	chaos      chaosOptions
+	ba         beforeAfterOptions
 }
 
 // report is the JSON written with -json (read by bench/peers/plot).
@@ -103,6 +104,7 @@ func parseFlags(args []string) (options, error) {
 	rotationFlags(fs, &o.rotation)
 	mhcFlags(fs, &o.mhc)
 	chaosFlags(fs, &o.chaos)
+	beforeAfterFlags(fs, &o.ba)
 	fs.StringVar(&o.scaleFrom, "scale-from", "", "run no peer: redo the fits and tables of a scale run's -json file")
 	fs.BoolVar(&o.smoke, "smoke", false, "the make test smoke: 4 clusters on 1 apiserver, 3 objects, the dead scenario for 10 s; fails unless every peer reconciled")
 	if err := fs.Parse(args); err != nil {
@@ -120,6 +122,9 @@ func parseFlags(args []string) (options, error) {
 		return o, err
 	}
 	if err := o.chaosDefaults(fs); err != nil {
+		return o, err
+	}
+	if err := o.mhc.defaults(); err != nil {
 		return o, err
 	}
 	if o.run, err = regexp.Compile(runExpr); err != nil {
@@ -194,6 +199,8 @@ func (o options) managerMode() func(context.Context, options, string, io.Writer)
 		return runMHC
 	case o.chaos.On:
 		return runChaosMode
+	case o.ba.Dir != "":
+		return runBeforeAfter
 	}
 	return nil
 }
@@ -271,7 +278,7 @@ func modelCheck(ctx context.Context, o options, ran []scenario, rep *report, out
 	rep.Model, rep.ModelScale = nil, o.scale
 	for _, sc := range ran {
 		for _, r := range rep.Results {
-			if r.Scenario != sc.Name {
+			if r.Scenario != sc.Name || !hasModel(r.Strategy) {
 				continue
 			}
 			m, err := runModel(ctx, sc, r.Strategy, rep.Config, o.scale)
@@ -347,17 +354,7 @@ func scaleFlags(fs *flag.FlagSet, so *scaleOptions) *string {
 	fs.DurationVar(&so.Connect, "connect", 5*time.Minute, "scale run: bound of the time until every cluster is connected")
 	fs.IntVar(&so.CCTMax, "cct-max", 100, "scale run: run CCT v1.8.4 only on fleets up to this size")
 	phaseFlags(fs, so) // scale_flags.go
-	fs.Func("peer", "NAME=BINARY: one more peer speaking the workload protocol, not built (the Cluster API drop-in's hook); repeatable", func(v string) error {
-		name, bin, ok := strings.Cut(v, "=")
-		if !ok || name == "" || bin == "" {
-			return errors.New("want NAME=BINARY")
-		}
-		if so.Extra == nil {
-			so.Extra = map[string]string{}
-		}
-		so.Extra[name] = bin
-		return nil
-	})
+	fs.Func("peer", "NAME=BINARY: one more peer speaking the workload protocol, not built (the Cluster API drop-in's hook, another tree's clusterpool); repeatable; no model check", binFlag(&so.Extra))
 	return sizes
 }
 

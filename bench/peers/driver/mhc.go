@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"slices"
@@ -27,9 +28,12 @@ type mhcOptions struct {
 	Duration time.Duration // each run's length
 	Flapping float64       // fraction of flapping clusters, beside -fraction dead ones
 	Period   time.Duration // flapping clusters' up and down period
-	Caches   []string      // runs, in order: stock or adapter each
+	Caches   []string      // runs, in order: stock, adapter or a Peers name each
 	From     string        // -mhc-from: a -json file to print again, no run
 	Gates    string        // the peer's -feature-gates
+	// Peers are capi peer binaries built from other trees (-mhc-peer), by
+	// run name; each runs with the adapter cache.
+	Peers map[string]string
 }
 
 // mhcFlags defines the -mhc run's flags on fs, into o.
@@ -44,7 +48,7 @@ func mhcFlags(fs *flag.FlagSet, o *mhcOptions) {
 		o.On, o.From = true, v
 		return nil
 	})
-	fs.Func("mhc-caches", "mhc run: ClusterCaches to run, in order (default stock,adapter,adapter,stock: each order once)", cachesFlag(&o.Caches))
+	o.peerFlags(fs) // mhc_peer.go
 }
 
 // mhcLayout lays the run out on m clusters: a seeded dead fraction held
@@ -112,8 +116,10 @@ type mhcReport struct {
 	Period     time.Duration `json:"flap_period_ns"`
 	Duration   time.Duration `json:"run_ns"`
 	Gates      string        `json:"feature_gates,omitempty"`
-	Wall       float64       `json:"wall_s"`
-	Results    []mhcResult   `json:"results"`
+	// Peers are the -mhc-peer binaries, by run name.
+	Peers   map[string]string `json:"peers,omitempty"`
+	Wall    float64           `json:"wall_s"`
+	Results []mhcResult       `json:"results"`
 }
 
 // runMHC is the -mhc run: one fleet (no workload objects; Machines,
@@ -127,9 +133,6 @@ func runMHC(ctx context.Context, o options, root string, out io.Writer) error {
 			return err
 		}
 		return writeMHC(out, rep)
-	}
-	if len(mo.Caches) == 0 {
-		mo.Caches = []string{"stock", "adapter", "adapter", "stock"}
 	}
 	bin, capiDir, err := capiPeer(ctx, root)
 	if err != nil {
@@ -151,7 +154,7 @@ func runMHC(ctx context.Context, o options, root string, out io.Writer) error {
 	}
 	l := mhcLayout(o.cfg.Clusters, o.cfg.Seed, o.t.Fraction, mo.Flapping, mo.Period, mo.Duration)
 	rep := mhcReport{Date: start.UTC().Format(time.RFC3339), Machine: machine(), Clusters: o.cfg.Clusters, APIServers: o.apiservers,
-		Seed: o.cfg.Seed, Dead: o.t.Fraction, Flapping: mo.Flapping, Period: mo.Period, Duration: mo.Duration, Gates: mo.Gates}
+		Seed: o.cfg.Seed, Dead: o.t.Fraction, Flapping: mo.Flapping, Period: mo.Period, Duration: mo.Duration, Gates: mo.Gates, Peers: mo.Peers}
 	for i, cache := range mo.Caches {
 		fmt.Fprintf(os.Stderr, "bench-mhc: MachineHealthCheck on the %s ClusterCache (%s)\n", cache, mo.Duration)
 		res, err := runMHCPeer(ctx, f, watcher, bin, cache, fmt.Sprintf("run%d", i), l, mo)
@@ -167,9 +170,10 @@ func runMHC(ctx context.Context, o options, root string, out io.Writer) error {
 	return writeJSON(o.jsonOut, rep)
 }
 
-// runMHCPeer resets the checks, runs the peer with cache on f laid out as
-// l while watching the Machines and MachineHealthChecks, and returns its
-// figures, times and dials.
+// runMHCPeer resets the checks, runs the peer with cache (a -mhc-peer
+// name: that binary with the adapter) on f laid out as l while watching
+// the Machines and MachineHealthChecks, and returns its figures, times and
+// dials.
 func runMHCPeer(ctx context.Context, f *fleet, c client.WithWatch, bin, cache, run string, l layout, mo mhcOptions) (mhcResult, error) {
 	if err := resetChecks(ctx, f, run); err != nil {
 		return mhcResult{}, err
@@ -183,7 +187,8 @@ func runMHCPeer(ctx context.Context, f *fleet, c client.WithWatch, bin, cache, r
 	}
 	pctx, cancel := context.WithTimeout(ctx, mo.Duration+2*time.Minute)
 	defer cancel()
-	args := []string{"-kubeconfig", f.Kubeconfig, "-namespace", namespace, "-cache", cache, "-duration", mo.Duration.String()}
+	bin, arg := mo.peer(bin, cache)
+	args := []string{"-kubeconfig", f.Kubeconfig, "-namespace", namespace, "-cache", arg, "-duration", mo.Duration.String()}
 	if mo.Gates != "" {
 		args = append(args, "-feature-gates", mo.Gates)
 	}
@@ -233,14 +238,25 @@ func seconds(s firstSeen) map[string]float64 {
 func cachesFlag(dst *[]string) func(string) error {
 	return func(v string) error {
 		caches := strings.Split(v, ",")
-		for _, c := range caches {
-			if c != "stock" && c != "adapter" {
-				return fmt.Errorf("unknown cache %q (stock, adapter)", c)
-			}
+		if err := checkCaches(caches, nil); err != nil {
+			return err
 		}
 		*dst = caches
 		return nil
 	}
+}
+
+// checkCaches fails unless every cache is "stock", "adapter" or a name
+// of peers.
+func checkCaches(caches []string, peers map[string]string) error {
+	known := []string{"stock", "adapter"}
+	known = append(known, slices.Sorted(maps.Keys(peers))...)
+	for _, c := range caches {
+		if !slices.Contains(known, c) {
+			return fmt.Errorf("unknown cache %q (%s)", c, strings.Join(known, ", "))
+		}
+	}
+	return nil
 }
 
 // capiPeer builds the Cluster API peer (bench/peers/capi) and returns its

@@ -1,0 +1,204 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// A bench-peers run with another tree's clusterpool (-peer) runs it after
+// the strategies, from the binary given, and the model check leaves it
+// out: bench/sim has no model of it.
+func TestPeerInBenchPeersRun(t *testing.T) {
+	o, err := parseFlags([]string{"-strategies", "cct,clustercache,clusterpool", "-peer", "before=/before/clusterpool", "-run", "^dead$"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"cct", "clustercache", "clusterpool", "before"}; !reflect.DeepEqual(o.strategies, want) {
+		t.Fatalf("strategies %v, want %v", o.strategies, want)
+	}
+	o.strategies = []string{"before"} // the others would be built
+	bins, err := buildPeers(context.Background(), t.TempDir(), o)
+	if err != nil || bins["before"] != "/before/clusterpool" {
+		t.Fatalf("buildPeers: %v, %v", bins, err)
+	}
+	var ran []scenario
+	for _, sc := range scenarios(o.t) {
+		if o.run.MatchString(sc.Name) {
+			ran = append(ran, sc)
+		}
+	}
+	rep := report{Config: o.cfg, Results: []result{{Scenario: "dead", Strategy: "before"}}}
+	var out bytes.Buffer
+	if err := modelCheck(context.Background(), o, ran, &rep, &out); err != nil {
+		t.Fatalf("model check with a -peer result: %v", err)
+	}
+	if len(rep.Model) != 0 {
+		t.Fatalf("the -peer program was modelled: %v", rep.Model)
+	}
+}
+
+func TestMHCPeerFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		caches []string
+		err    string
+	}{
+		{[]string{"-mhc"}, []string{"stock", "adapter", "adapter", "stock"}, ""},
+		{[]string{"-mhc", "-mhc-peer", "before=/b"}, []string{"stock", "adapter", "before", "before", "adapter", "stock"}, ""},
+		{[]string{"-mhc", "-mhc-caches", "before,adapter", "-mhc-peer", "before=/b"}, []string{"before", "adapter"}, ""},
+		{[]string{"-mhc", "-mhc-caches", "before,adapter"}, nil, `-mhc-caches: unknown cache "before" (stock, adapter)`},
+		{[]string{"-mhc", "-mhc-peer", "stock=/b"}, nil, "-mhc-peer stock: the name of a built-in cache"},
+		{[]string{"-mhc", "-mhc-peer", "before"}, nil, "want NAME=BINARY"},
+		{[]string{"-chaos", "-chaos-caches", "before"}, nil, `unknown cache "before" (stock, adapter)`},
+	} {
+		o, err := parseFlags(tc.args)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%v: error %v, want %q", tc.args, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || !reflect.DeepEqual(o.mhc.Caches, tc.caches) {
+			t.Errorf("%v: caches %v (%v), want %v", tc.args, o.mhc.Caches, err, tc.caches)
+		}
+	}
+	o, err := parseFlags([]string{"-mhc", "-mhc-peer", "before=/b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bin, cache := o.mhc.peer("/capi", "before"); bin != "/b" || cache != "adapter" {
+		t.Errorf("before runs %s -cache %s, want /b -cache adapter", bin, cache)
+	}
+	if bin, cache := o.mhc.peer("/capi", "stock"); bin != "/capi" || cache != "stock" {
+		t.Errorf("stock runs %s -cache %s, want /capi -cache stock", bin, cache)
+	}
+}
+
+func TestVerdict(t *testing.T) {
+	nan := math.NaN()
+	for _, tc := range []struct {
+		before, after float64
+		higher        bool
+		want          string
+	}{
+		{100, 104, false, "unchanged"},
+		{100, 106, false, "worse"},
+		{100, 94, false, "better"},
+		{100, 94, true, "worse"},
+		{0, 0, false, "unchanged"},
+		{0, 1, false, "worse"},
+		{-10, -20, false, "better"},
+		{nan, nan, false, "unchanged"},
+		{nan, 5, false, "better"},
+		{5, nan, true, "worse"},
+	} {
+		if got := verdict(tc.before, tc.after, tc.higher); got != tc.want {
+			t.Errorf("verdict(%v, %v, higher %v) = %s, want %s", tc.before, tc.after, tc.higher, got, tc.want)
+		}
+	}
+}
+
+// benchOutput is go test -bench output with the given ns/op of the
+// serial clusterpool and sync.Map hits, and an allocating rejection.
+func benchOutput(clusterpool, syncmap string) string {
+	return "goos: linux\npkg: github.com/clusterpool/clusterpool/bench\n" +
+		"BenchmarkHit/mode=serial/impl=syncmap-2   \t1000\t" + syncmap + " ns/op\t0 B/op\t0 allocs/op\n" +
+		"BenchmarkHit/mode=serial/impl=clusterpool-2\t1000\t" + clusterpool + " ns/op\t0 B/op\t0 allocs/op\n" +
+		"BenchmarkOpenRejection/impl=clusterpool-2\t1000\t90 ns/op\t16 B/op\t1 allocs/op\nPASS\n"
+}
+
+const soakOutput = "=== RUN   TestSoak\n    soak_test.go:224: soak 1s: 10000 clusters, 200 workers: %s Gets/s (66588 Gets, 53.2%% hits, 35620 with a client), 13754 dials; wait p99 %s, max 18.886048ms (of 31190 waits), worker sleeps late by up to 15.192574ms; heap 649 B per cluster; 88 pool goroutines at the end (dials running; queued dials have none), 0 after Close\n--- %s: TestSoak (1.06s)\n"
+
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func jsonText(t *testing.T, v any) string {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+func TestBeforeAfterReport(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "before-after")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	peer := func(strategy string, p99 float64, all float64) result {
+		return result{Scenario: "dead", Strategy: strategy, Figures: figures{P99Ms: p99, AllReconciled: all, HealthyPerSec: 10}}
+	}
+	mhc := func(cache string, errs int) mhcResult {
+		return mhcResult{Cache: cache, Machines: 1, Roles: map[string]string{"c1": "healthy"}, Figures: mhcFigures{ReconcileErrors: errs}}
+	}
+	writeFiles(t, dir, map[string]string{
+		"bench-before.txt":  benchOutput("40", "20") + benchOutput("44", "20") + benchOutput("42", "20"),
+		"bench-after.txt":   benchOutput("30", "20") + benchOutput("30", "20") + benchOutput("31", "20"),
+		"soak-1-before.txt": fmt.Sprintf(soakOutput, "1000", "4ms", "PASS"),
+		"soak-2-after.txt":  fmt.Sprintf(soakOutput, "900", "2ms", "PASS"),
+		"soak-3-after.txt":  fmt.Sprintf(soakOutput, "1", "1s", "FAIL"),
+		"peers.json":        jsonText(t, report{Results: []result{peer("clustercache", 1, 5), peer("clusterpool", 200, -1), peer("before", 100, 7)}}),
+		"trees.txt":         "before 1bc0d5e\nafter HEAD with changes\n",
+		"mhc.json":          jsonText(t, mhcReport{Results: []mhcResult{mhc("stock", 9), mhc("adapter", 3), mhc("before", 4), mhc("before", 6), mhc("adapter", 5)}}),
+	})
+	jsonFile := filepath.Join(t.TempDir(), "ba.json")
+	var out bytes.Buffer
+	o := options{ba: beforeAfterOptions{Dir: dir}, jsonOut: jsonFile}
+	if err := runBeforeAfter(context.Background(), o, "", &out); err != nil {
+		t.Fatal(err)
+	}
+	md := out.String()
+	for _, want := range []string{
+		"Before: 1bc0d5e. After: HEAD with changes.",
+		"| BenchmarkHit/mode=serial/impl=clusterpool, ns/op | 42.0 | 30.0 | 0.71× | better |",
+		"| BenchmarkHit/mode=serial/impl=syncmap, ns/op | 20.0 | 20.0 | 1.00× | info |",
+		"| BenchmarkHit/mode=serial/clusterpool ÷ syncmap, ns/op | 2.10 | 1.50 | 0.71× | better |",
+		"| BenchmarkOpenRejection/impl=clusterpool, allocs/op | 1.0 | 1.0 | 1.00× | unchanged |",
+		"in the order before, after, after;",
+		"| Gets/s | 1000 | 900 | 0.90× | **worse** |",
+		"| wait p99, ms | 4.00 | 2.00 | 0.50× | better |",
+		"| runs that failed | 0 | 1 | – | **worse** |",
+		"| dead: p99 ms | 100 | 200 | 2.00× | **worse** |",
+		"| dead: all reconciled, s | 7.0 | not reached | – | **worse** |",
+		"| reconcile errors logged (MachineHealthCheck) | 5 | 4 | 0.80× | better |",
+		"- make bench-peers: dead: p99 ms\n",
+		"[bench-before.txt](before-after/bench-before.txt)",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+	data, err := os.ReadFile(jsonFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `"after": null`) {
+		t.Errorf("a figure never reached is not null in the JSON:\n%s", data)
+	}
+}
+
+// A bar whose raw output is missing says so instead of failing the report.
+func TestBeforeAfterMissing(t *testing.T) {
+	var out bytes.Buffer
+	if err := runBeforeAfter(context.Background(), options{ba: beforeAfterOptions{Dir: t.TempDir()}}, "", &out); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out.String(), "No figures: not run."); n != len(baSources) {
+		t.Fatalf("%d bars not run, want %d:\n%s", n, len(baSources), out.String())
+	}
+}
