@@ -60,7 +60,7 @@ raw="$out/before-after"
 rm -rf "$raw"
 mkdir -p "$raw" "$root/bin"
 changes=""
-[ -z "$(git status --porcelain)" ] || changes=" with the working tree's uncommitted changes"
+[ -z "$(git status --porcelain -- . ':!bin')" ] || changes=" with the working tree's uncommitted changes"
 { # the trees compared, for the report
   git log -1 --format='before %H (%cs)' "$before_sha"
   git log -1 --format="after %H (%cs)$changes" HEAD
