@@ -241,7 +241,7 @@ bench-rotation: envtest-assets
 
 ## chaos: an hour of overlapping faults (CHAOS_DURATION, default 60m; CHAOS_SEED, default 1)
 ## on 100 Clusters over 4 workload apiservers behind fault proxies, with Cluster API v1.14.2's
-## MachineHealthCheck reconciler: the drop-in, then the stock ClusterCache, on the same
+## MachineHealthCheck and Machine reconcilers: the drop-in, then the stock ClusterCache, on the same
 ## schedule (~2 × 65 min). Writes bench/peers/results/chaos.{md,json,png}; CHAOS_FLAGS adds
 ## driver flags (-chaos-pprof DIR keeps the manager's goroutine and heap profiles at the
 ## baseline and the end). chaos-short (.ci/run): 3 minutes, seed 1, the drop-in on 30

@@ -33,9 +33,10 @@ type chaosSample struct {
 	// Clusters in the manager's cache, and those GetClient answers for.
 	Clusters  int      `json:"clusters"`
 	Connected []string `json:"connected"`
-	// Reconciled: the MachineHealthChecks reconciled successfully since
-	// the previous sample, with the end of the last such reconcile (Unix
-	// ms).
+	// Reconciled: the MachineHealthChecks and Machines reconciled
+	// successfully since the previous sample, by name, with the end of the
+	// last such reconcile (Unix ms). A Machine's counts only if it listed
+	// the Machine's Node through the cluster's client.
 	Reconciled map[string]int64 `json:"reconciled,omitempty"`
 	Goroutines int              `json:"goroutines"`
 	FDs        int              `json:"fds"`
@@ -62,9 +63,10 @@ func runChaos(ctx context.Context, p plan, counter *errorCounter, in io.Reader, 
 		return err
 	}
 	k := newChecks(mgr.GetClient(), p.HungAfter)
+	k.listedNodes = counter.listedNodes
 	cc, err := setupControllers(runCtx, mgr, setupFor(p.Cache), func(cc clustercache.ClusterCache) clustercache.ClusterCache {
 		return &checkedCache{ClusterCache: cc, k: k}
-	})
+	}, true)
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
+	"sigs.k8s.io/cluster-api/util/index"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 )
 
 // The chaos fleet's marks (bench/peers/driver's chaos run sets them): each
@@ -54,6 +56,9 @@ type call struct {
 type checks struct {
 	mgmt      client.Reader // the manager's cached client: the Clusters
 	hungAfter time.Duration
+	// listedNodes, if not nil, is told the reconcileID of each reconcile
+	// that listed Nodes through a cluster's client without an error.
+	listedNodes func(reconcileID string)
 
 	mu       sync.Mutex
 	next     uint64
@@ -171,9 +176,36 @@ func (c *checkedClient) Get(ctx context.Context, key client.ObjectKey, obj clien
 	return err
 }
 
-// List is the client's, timed.
+// List is the client's, timed. The Nodes of a list by providerID (the
+// Machine reconciler's read of a Machine's Node) are checked; a list of
+// every Node is not: the fleet's workload apiservers each serve several
+// clusters.
 func (c *checkedClient) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	id := c.k.begin("List", c.cluster)
-	defer c.k.end(id)
-	return c.Client.List(ctx, list, opts...)
+	err := c.Client.List(ctx, list, opts...)
+	c.k.end(id)
+	nodes, ok := list.(*corev1.NodeList)
+	if !ok || err != nil {
+		return err
+	}
+	if c.k.listedNodes != nil {
+		c.k.listedNodes(string(controller.ReconcileIDFromContext(ctx)))
+	}
+	if byProviderID(opts) {
+		for i := range nodes.Items {
+			c.k.checkNode(ctx, c.cluster, &nodes.Items[i])
+		}
+	}
+	return nil
+}
+
+// byProviderID reports whether opts select by the Node providerID field
+// (Cluster API's index.NodeProviderIDField).
+func byProviderID(opts []client.ListOption) bool {
+	lo := (&client.ListOptions{}).ApplyOptions(opts)
+	if lo.FieldSelector == nil {
+		return false
+	}
+	_, ok := lo.FieldSelector.RequiresExactMatch(index.NodeProviderIDField)
+	return ok
 }

@@ -32,8 +32,11 @@ type errorCounter struct {
 	byObject map[string]int
 	other    map[string]int
 	// successes, if not nil (trackSuccesses), holds when each
-	// MachineHealthCheck's last successful reconcile ended (-chaos).
+	// MachineHealthCheck's and Machine's last successful reconcile ended
+	// (-chaos); listed holds the reconciles in flight (by reconcileID) that
+	// listed Nodes through a cluster's client (listedNodes).
 	successes map[string]time.Time
+	listed    map[string]bool
 }
 
 // reconcileSuccessful is what controller-runtime logs, at verbosity
@@ -41,14 +44,17 @@ type errorCounter struct {
 const (
 	reconcileSuccessful = "Reconcile successful"
 	successVerbosity    = 5
+	// reconcileDone begins the message of a reconcile requeued without an
+	// error, at the same verbosity.
+	reconcileDone = "Reconcile done"
 )
 
-// trackSuccesses makes c keep when each MachineHealthCheck's last
-// successful reconcile ended (see successesSince).
+// trackSuccesses makes c keep when each MachineHealthCheck's and
+// Machine's last successful reconcile ended (see successesSince).
 func (c *errorCounter) trackSuccesses() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.successes = map[string]time.Time{}
+	c.successes, c.listed = map[string]time.Time{}, map[string]bool{}
 }
 
 // tracking reports whether c tracks successes.
@@ -58,20 +64,34 @@ func (c *errorCounter) tracking() bool {
 	return c.successes != nil
 }
 
-// success records a successful reconcile of object now.
-func (c *errorCounter) success(controller, object string) {
-	if controller != machineHealthCheckController || object == "" {
-		return
-	}
+// listedNodes records that reconcile id listed Nodes through a cluster's
+// client (the Machine reconciler's read of a Machine's Node).
+func (c *errorCounter) listedNodes(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.successes != nil {
+	if c.listed != nil && id != "" {
+		c.listed[id] = true
+	}
+}
+
+// ended records the end of reconcile id of object by controller, a
+// success or not. A MachineHealthCheck's success counts; a Machine's only
+// if that reconcile listed Nodes through the cluster's client (a reconcile
+// that only adds the finalizer or the Paused condition reads nothing
+// there).
+func (c *errorCounter) ended(controller, object, id string, success bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	listed := c.listed[id]
+	delete(c.listed, id)
+	counts := controller == machineHealthCheckController || (controller == machineController && listed)
+	if success && counts && object != "" && c.successes != nil {
 		c.successes[object] = time.Now()
 	}
 }
 
-// successesSince returns, by MachineHealthCheck name, the last successful
-// reconcile of those reconciled successfully after since.
+// successesSince returns, by MachineHealthCheck or Machine name, the last
+// successful reconcile of those reconciled successfully after since.
 func (c *errorCounter) successesSince(since time.Time) map[string]time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -146,12 +166,13 @@ func kind(err error) string {
 }
 
 // countingSink counts Error calls with reconcilerError, by the
-// "controller" and "MachineHealthCheck" values the logger carries, and
-// passes every call on.
+// "controller" and object (objectKeys) values the logger carries, records
+// the ends of reconciles (by their "reconcileID"), and passes every call
+// on.
 type countingSink struct {
 	logr.LogSink
-	c                  *errorCounter
-	controller, object string
+	c                       *errorCounter
+	controller, object, rid string
 }
 
 func (s *countingSink) Init(info logr.RuntimeInfo) {
@@ -170,8 +191,9 @@ func (s *countingSink) passes(level int) bool {
 }
 
 func (s *countingSink) Info(level int, msg string, kv ...any) {
-	if level == successVerbosity && msg == reconcileSuccessful {
-		s.c.success(valueOf("controller", s.controller, kv), objectName(valueOf(objectKey, s.object, kv)))
+	if level == successVerbosity && (msg == reconcileSuccessful || strings.HasPrefix(msg, reconcileDone)) {
+		n := s.with(kv)
+		s.c.ended(n.controller, objectName(n.object), n.rid, msg == reconcileSuccessful)
 	}
 	if s.passes(level) {
 		s.LogSink.Info(level, msg, kv...)
@@ -180,20 +202,30 @@ func (s *countingSink) Info(level int, msg string, kv ...any) {
 
 func (s *countingSink) Error(err error, msg string, kv ...any) {
 	if msg == reconcilerError {
-		s.c.add(valueOf("controller", s.controller, kv), objectName(valueOf(objectKey, s.object, kv)), err)
+		n := s.with(kv)
+		s.c.add(n.controller, objectName(n.object), err)
+		s.c.ended(n.controller, objectName(n.object), n.rid, false)
 	}
 	if s.LogSink != nil {
 		s.LogSink.Error(err, msg, kv...)
 	}
 }
 
-func (s *countingSink) WithValues(kv ...any) logr.LogSink {
+// with is s with the controller, object and reconcileID of kv.
+func (s *countingSink) with(kv []any) *countingSink {
 	n := *s
-	n.controller, n.object = valueOf("controller", s.controller, kv), valueOf(objectKey, s.object, kv)
+	n.controller = valueOf("controller", s.controller, kv)
+	n.object = valueOf(objectKeys[n.controller], s.object, kv)
+	n.rid = valueOf("reconcileID", s.rid, kv)
+	return &n
+}
+
+func (s *countingSink) WithValues(kv ...any) logr.LogSink {
+	n := s.with(kv)
 	if s.LogSink != nil {
 		n.LogSink = s.LogSink.WithValues(kv...)
 	}
-	return &n
+	return n
 }
 
 func (s *countingSink) WithName(name string) logr.LogSink {
@@ -205,8 +237,11 @@ func (s *countingSink) WithName(name string) logr.LogSink {
 }
 
 // objectKey is the key under which controller-runtime logs the
-// reconciled MachineHealthCheck (its kind; a klog.ObjectRef, "ns/name").
+// reconciled MachineHealthCheck (its kind; a klog.ObjectRef, "ns/name");
+// objectKeys are those of the reconciled object, by controller.
 const objectKey = "MachineHealthCheck"
+
+var objectKeys = map[string]string{machineHealthCheckController: objectKey, machineController: machineKey}
 
 // valueOf is the last value of key in kv, as a string, or def.
 func valueOf(key, def string, kv []any) string {

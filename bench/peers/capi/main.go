@@ -5,7 +5,8 @@
 // options from core/setup, the Machine indexes, MachineHealthCheck
 // concurrency 50, ClusterCache concurrency 100 and QPS 20 / burst 30 per
 // workload cluster, QPS 100 / burst 200 to the management cluster, the
-// priority queue), on one of two ClusterCaches:
+// priority queue), on one of two ClusterCaches (-chaos also runs v1.14.2's
+// Machine reconciler on it; see machine.go):
 //
 //   - -cache stock: Cluster API's own clustercache.SetupWithManager;
 //   - -cache adapter: clusterpool's drop-in,
@@ -189,7 +190,7 @@ func run(ctx context.Context, p plan, out io.Writer) error {
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if _, err := setupControllers(runCtx, mgr, setupFor(p.Cache), nil); err != nil {
+	if _, err := setupControllers(runCtx, mgr, setupFor(p.Cache), nil, false); err != nil {
 		return err
 	}
 	start := time.Now()
@@ -266,9 +267,10 @@ func newManager(p plan) (manager.Manager, error) {
 // this fleet does not have), the ClusterCache as core/main.go sets it up
 // (lines 440-455) and the reconciler (lines 730-736).
 //
-// wrap, if not nil, wraps the ClusterCache the reconciler gets (-chaos
-// checks what it reads); setupControllers returns the unwrapped one.
-func setupControllers(ctx context.Context, mgr manager.Manager, setupCache setupFunc, wrap func(clustercache.ClusterCache) clustercache.ClusterCache) (clustercache.ClusterCache, error) {
+// wrap, if not nil, wraps the ClusterCache the reconcilers get (-chaos
+// checks what they read); setupControllers returns the unwrapped one. With
+// machines, the Machine reconciler runs too, on the same ClusterCache.
+func setupControllers(ctx context.Context, mgr manager.Manager, setupCache setupFunc, wrap func(clustercache.ClusterCache) clustercache.ClusterCache, machines bool) (clustercache.ClusterCache, error) {
 	if err := index.ByMachineNode(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("machine node index: %w", err)
 	}
@@ -290,6 +292,11 @@ func setupControllers(ctx context.Context, mgr manager.Manager, setupCache setup
 	forReconciler := cc
 	if wrap != nil {
 		forReconciler = wrap(cc)
+	}
+	if machines {
+		if err := setupMachineReconciler(ctx, mgr, forReconciler); err != nil {
+			return nil, err
+		}
 	}
 	return cc, (&machinehealthcheck.Reconciler{
 		Client:       mgr.GetClient(),

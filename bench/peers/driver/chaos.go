@@ -16,7 +16,7 @@ import (
 )
 
 // chaosOptions are the flags of the chaos run (make chaos, make
-// chaos-short): Cluster API v1.14.2's MachineHealthCheck reconciler
+// chaos-short): Cluster API v1.14.2's MachineHealthCheck and Machine reconcilers
 // (bench/peers/capi -chaos) on each ClusterCache in turn, each on a fresh
 // fleet, under one seeded schedule of overlapping faults.
 type chaosOptions struct {

@@ -114,7 +114,8 @@ func (cf *chaosFleet) live() []string {
 
 // create creates cluster i (name cNNN) on workload apiserver home, as
 // incarnation inc: its proxy, marked Nodes, Secret (a token), Cluster,
-// Machines and MachineHealthCheck (the last two only if missing).
+// BenchMachines, Machines and MachineHealthCheck (the last three only if
+// missing).
 func (cf *chaosFleet) create(ctx context.Context, i, home, inc int) error {
 	name := fmt.Sprintf("c%03d", i)
 	u, err := url.Parse(cf.Workload[home].Host)
@@ -146,10 +147,8 @@ func (cf *chaosFleet) create(ctx context.Context, i, home, inc int) error {
 	if err := retry(ctx, func(ctx context.Context) error { return cf.createCluster(ctx, c) }); err != nil {
 		return err
 	}
-	for j := range cf.machines {
-		if err := retry(ctx, func(ctx context.Context) error { return ignoreExists(createMachine(ctx, cf.mgmt, name, j)) }); err != nil {
-			return err
-		}
+	if err := cf.createMachines(ctx, name); err != nil {
+		return err
 	}
 	err = retry(ctx, func(ctx context.Context) error {
 		return ignoreExists(cf.mgmt.Create(ctx, mhcObject(name, chaosMHCSuffix[1:])))
@@ -277,9 +276,10 @@ func (cf *chaosFleet) rotateCert(ctx context.Context, c *chaosCluster) error {
 	return cf.setKubeconfig(ctx, c, kc)
 }
 
-// remove deletes c's Cluster and Secret (and, if all, its Machines and
-// MachineHealthCheck) and retires its proxy (kept running, passing: a
-// client that outlives the Cluster would go on reading the old Nodes).
+// remove deletes c's Cluster and Secret (and, if all, its
+// MachineHealthCheck, Machines and BenchMachines) and retires its proxy
+// (kept running, passing: a client that outlives the Cluster would go on
+// reading the old Nodes).
 func (cf *chaosFleet) remove(ctx context.Context, c *chaosCluster, all bool) error {
 	cf.mu.Lock()
 	c.Live = false
@@ -289,18 +289,14 @@ func (cf *chaosFleet) remove(ctx context.Context, c *chaosCluster, all bool) err
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: c.Name + "-kubeconfig"}}}
 	if all {
 		objs = append(objs, mhcObject(c.Name, chaosMHCSuffix[1:]))
-		for j := range cf.machines {
-			m := &unstructured.Unstructured{}
-			m.SetGroupVersionKind(machineGVK)
-			m.SetNamespace(namespace)
-			m.SetName(machineName(c.Name, j))
-			objs = append(objs, m)
-		}
 	}
 	for _, o := range objs {
 		if err := retry(ctx, func(ctx context.Context) error { return client.IgnoreNotFound(cf.mgmt.Delete(ctx, o)) }); err != nil {
 			return err
 		}
+	}
+	if all {
+		return cf.deleteMachines(ctx, c.Name)
 	}
 	return nil
 }
@@ -317,13 +313,18 @@ func (cf *chaosFleet) setInfrastructure(ctx context.Context, name string, provis
 	})
 }
 
-// poke annotates cluster name's MachineHealthCheck, which makes the
-// reconciler reconcile it.
-func (cf *chaosFleet) poke(ctx context.Context, name string) error {
+// poke annotates what key names (see keysOf): a Cluster's
+// MachineHealthCheck, or a Machine; that makes its reconciler reconcile
+// it.
+func (cf *chaosFleet) poke(ctx context.Context, key string) error {
+	obj := client.Object(mhcObject(key, chaosMHCSuffix[1:]))
+	if isMachine(key) {
+		obj = namedObject(machineGVK, key)
+	}
 	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, chaosPoke, strconv.FormatInt(time.Now().UnixNano(), 10))
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	return client.IgnoreNotFound(cf.mgmt.Patch(ctx, mhcObject(name, chaosMHCSuffix[1:]), client.RawPatch(types.MergePatchType, patch)))
+	return client.IgnoreNotFound(cf.mgmt.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)))
 }
 
 // retryFor bounds retry: the management apiserver may be down (restarted)

@@ -21,8 +21,9 @@ type faultEvent struct {
 
 // backSample is one cluster's time back after one fault: from Free, when
 // no fault held it any more (the fault's end, or the end of faults
-// overlapping it there), to Back, its first successful reconcile since
-// (-1: none before the run ended).
+// overlapping it there), to Back, when its MachineHealthCheck and each of
+// its Machines had all reconciled successfully since (-1: not before the
+// run ended).
 type backSample struct {
 	Fault   int     `json:"fault"`
 	Class   string  `json:"class"`
@@ -40,11 +41,12 @@ func (b backSample) Seconds() float64 {
 }
 
 // timeBack computes every (fault, cluster) time back of a run.
-// successes are each cluster's successful reconciles (seconds, sorted). A
-// sample that another fault on the same cluster interrupts (it starts
-// after Free, before the cluster is back) is not a sample: interrupted
-// counts them per class.
-func timeBack(events []faultEvent, successes map[string][]float64) (out []backSample, interrupted map[string]int) {
+// successes are the successful reconciles (seconds, sorted) by what they
+// reconciled; keysOf names those a cluster waits for (its
+// MachineHealthCheck's and its Machines'). A sample that another fault on
+// the same cluster interrupts (it starts after Free, before the cluster is
+// back) is not a sample: interrupted counts them per class.
+func timeBack(events []faultEvent, successes map[string][]float64, keysOf func(cluster string) []string) (out []backSample, interrupted map[string]int) {
 	interrupted = map[string]int{}
 	on := map[string][]faultEvent{}
 	for _, e := range events {
@@ -55,7 +57,7 @@ func timeBack(events []faultEvent, successes map[string][]float64) (out []backSa
 	for _, e := range events {
 		for _, c := range e.Clusters {
 			free := freeAt(on[c], e.End)
-			back := firstAtOrAfter(successes[c], free)
+			back := backAt(successes, keysOf(c), free)
 			until := back
 			if back < 0 {
 				until = math.Inf(1)
@@ -82,6 +84,20 @@ func freeAt(events []faultEvent, t float64) float64 {
 		}
 	}
 	return t
+}
+
+// backAt is the first time at or after free by which every one of keys
+// has a success at or after free, or -1.
+func backAt(successes map[string][]float64, keys []string, free float64) float64 {
+	back := free
+	for _, k := range keys {
+		t := firstAtOrAfter(successes[k], free)
+		if t < 0 {
+			return -1
+		}
+		back = max(back, t)
+	}
+	return back
 }
 
 // firstAtOrAfter is the first of sorted ts at or after t, or -1.

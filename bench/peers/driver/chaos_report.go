@@ -17,7 +17,7 @@ func writeChaos(out io.Writer, rep chaosReport) error {
 	for _, r := range rep.Results {
 		fmt.Fprintf(&b, "- bound on time back, %s: %.0f s (%s)\n", r.Cache, r.Bound.Seconds, r.Bound.Derived)
 	}
-	b.WriteString("\nTime back (s): from a fault's end (or the end of the faults overlapping it on that cluster) until a reconcile of the cluster's Machines succeeds; samples, then p50 / p99 / max; past bound\n\n")
+	b.WriteString("\nTime back (s): from a fault's end (or the end of the faults overlapping it on that cluster) until the cluster's MachineHealthCheck and each of its Machines have reconciled successfully (a Machine: a reconcile of the Machine reconciler that listed its Node through the cluster's client); samples, then p50 / p99 / max; past bound\n\n")
 	b.WriteString("| fault class |")
 	for _, r := range rep.Results {
 		fmt.Fprintf(&b, " %s: samples (interrupted) | p50 / p99 / max | past bound |", r.Cache)
@@ -103,7 +103,7 @@ func verdictRows() []verdictRow {
 			}
 			return s
 		}},
-		{"crossed: Nodes read through another cluster's client", func(r chaosResult) string { return fmt.Sprint(len(r.Verdicts.Crossed)) }},
+		{"crossed: Nodes read through another cluster's client; Machines whose nodeRef names another cluster's Node", func(r chaosResult) string { return fmt.Sprint(len(r.Verdicts.Crossed)) }},
 		{"hung: calls past their timeout; panics; crashes", func(r chaosResult) string {
 			return fmt.Sprintf("%d; %d; %d", len(r.Verdicts.Hung), r.Verdicts.Panics, len(r.Verdicts.Crashes))
 		}},

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -99,6 +100,9 @@ func (r *chaosRun) prepare(ctx context.Context, f *fleet, a *authenticator) erro
 	if err := mhcObjects(ctx, f, r.capiDir, 0); err != nil { // the CRDs
 		return err
 	}
+	if err := installMachineCRDs(ctx, f.mgmt, r.capiDir); err != nil {
+		return err
+	}
 	cf, err := newChaosFleet(f, a, r.cache, r.o.chaos.Machines)
 	if err != nil {
 		return err
@@ -180,7 +184,8 @@ func (r *chaosRun) run(ctx context.Context, log *os.File) (chaosResult, error) {
 	defer stopPoking()
 	go r.poke(pctx)
 	start := time.Now()
-	r.trace.await(r.cf.live(), start)
+	live := r.cf.live()
+	r.trace.await(append(live, r.cf.machinesOf(live)...), start)
 	if err := r.waitSettled(ctx, r.o.chaos.Warmup); err != nil {
 		return res, fmt.Errorf("%s: before the first fault: %w", r.cache, err)
 	}
@@ -200,17 +205,21 @@ func (r *chaosRun) run(ctx context.Context, log *os.File) (chaosResult, error) {
 	res.Events = r.sortedEvents()
 	points, successes, crossed, hung, panics := r.trace.snapshot()
 	res.Points = points
-	res.Verdicts.setChecks(crossed, hung, panics, r.peer.crashed())
+	refs, err := r.cf.checkNodeRefs(ctx)
+	if err != nil {
+		res.Verdicts.Restore = strings.TrimPrefix(res.Verdicts.Restore+"; "+err.Error(), "; ")
+	}
+	res.Verdicts.setChecks(append(crossed, refs...), hung, panics, r.peer.crashed())
 	secs := map[string][]float64{}
 	for c, ts := range successes {
 		secs[c] = secondsSince(r.t0, ts)
 	}
-	samples, interrupted := timeBack(res.Events, secs)
+	samples, interrupted := timeBack(res.Events, secs, r.cf.keysOf)
 	res.Classes, res.PastBound = classTable(samples, interrupted, res.Bound.Seconds, res.Events)
 	return res, nil
 }
 
-// poke annotates the MachineHealthChecks of the clusters waiting for a
+// poke annotates the MachineHealthChecks and Machines waiting for a
 // reconcile, every pokeEvery, until ctx ends; it also starts the peer
 // again if it crashed.
 func (r *chaosRun) poke(ctx context.Context) {
@@ -279,8 +288,11 @@ func (r *chaosRun) fullSamples(ctx context.Context, n int) ([]chaosSample, error
 	}
 }
 
-// record adds an applied fault.
+// record adds an applied fault, and makes the run wait for a successful
+// reconcile of each Machine of its clusters since its end (play waits for
+// their MachineHealthChecks'; poke pokes both until then).
 func (r *chaosRun) record(e faultEvent) {
+	r.trace.await(r.cf.machinesOf(e.Clusters), r.t0.Add(time.Duration(e.End*float64(time.Second))))
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, e)

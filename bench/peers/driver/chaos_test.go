@@ -2,10 +2,13 @@ package main
 
 import (
 	"math"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // TestChaosProtocolMatchesPeer checks that the driver decodes every JSON
@@ -111,7 +114,7 @@ func TestTimeBack(t *testing.T) {
 		ev(5, faultSecretDelete, 105, 110, "d"), // d: after 4 not back before 105: interrupted
 	}
 	successes := map[string][]float64{"a": {5, 41}, "b": {45, 61.5}, "d": {120}}
-	got, interrupted := timeBack(events, successes)
+	got, interrupted := timeBack(events, successes, func(c string) []string { return []string{c} })
 	want := []backSample{
 		{Fault: 0, Class: faultAPIServerStop, Cluster: "a", Free: 40, Back: 41},
 		{Fault: 0, Class: faultAPIServerStop, Cluster: "b", Free: 30, Back: 45},
@@ -182,6 +185,98 @@ func TestShortVerdict(t *testing.T) {
 		rep := chaosReport{Results: []chaosResult{{Cache: "adapter", Verdicts: v}}}
 		if err := shortVerdict(rep); err == nil {
 			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+// A cluster is back once its MachineHealthCheck and every one of its
+// Machines have reconciled successfully since it was free: the last of
+// them; never if one has not.
+func TestTimeBackWaitsForEveryMachine(t *testing.T) {
+	cf := &chaosFleet{machines: 2}
+	if got := cf.keysOf("c001"); !slices.Equal(got, []string{"c001", "c001-machine-0", "c001-machine-1"}) {
+		t.Fatalf("keysOf = %v", got)
+	}
+	events := []faultEvent{
+		{fault: fault{ID: 0, Class: faultReset}, Start: 0, End: 10, Clusters: []string{"c001"}},
+		{fault: fault{ID: 1, Class: faultReset}, Start: 0, End: 10, Clusters: []string{"c002"}},
+	}
+	successes := map[string][]float64{
+		"c001": {5, 11}, "c001-machine-0": {5, 14}, "c001-machine-1": {12},
+		"c002": {11}, "c002-machine-0": {13}, "c002-machine-1": {9}, // c002-machine-1 not since 10
+	}
+	got, _ := timeBack(events, successes, cf.keysOf)
+	want := []backSample{
+		{Fault: 0, Class: faultReset, Cluster: "c001", Free: 10, Back: 14},
+		{Fault: 1, Class: faultReset, Cluster: "c002", Free: 10, Back: -1},
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("samples\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+// The fleet's Machines resolve as Cluster API v1.14.2 resolves them: the
+// infrastructure reference names a BenchMachine of a CRD labelled with
+// the v1beta2 contract, provisioned, with the Node's providerID; the
+// Machine has no nodeRef (the reconciler sets it).
+func TestChaosMachineObjects(t *testing.T) {
+	m, infra, crd := machineObject("c007", 1), infraMachineObject("c007", 1), infraMachineCRD()
+	ref, _, _ := unstructured.NestedStringMap(m.Object, "spec", "infrastructureRef")
+	if ref["apiGroup"] != infra.GroupVersionKind().Group || ref["kind"] != infra.GetKind() || ref["name"] != infra.GetName() {
+		t.Fatalf("infrastructureRef %v does not name %s %s", ref, infra.GetKind(), infra.GetName())
+	}
+	// Cluster API's contract.CalculateCRDName: the lower-case kind's plural, then the group.
+	if crd.GetName() != "benchmachines."+infraMachineGVK.Group || crd.GetLabels()["cluster.x-k8s.io/v1beta2"] != infraMachineGVK.Version {
+		t.Fatalf("CRD %s, labels %v", crd.GetName(), crd.GetLabels())
+	}
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	if len(versions) != 1 || versions[0].(map[string]any)["name"] != infraMachineGVK.Version {
+		t.Fatalf("CRD versions %v", versions)
+	}
+	provisioned, _, _ := unstructured.NestedBool(infra.Object, "status", "initialization", "provisioned")
+	pid, _, _ := unstructured.NestedString(infra.Object, "spec", "providerID")
+	if !provisioned || pid != providerID("c007", 1) {
+		t.Fatalf("BenchMachine provisioned %v, providerID %q", provisioned, pid)
+	}
+	if _, found, _ := unstructured.NestedMap(m.Object, "status"); found {
+		t.Fatal("the Machine has a status")
+	}
+	if dsn, _, _ := unstructured.NestedString(m.Object, "spec", "bootstrap", "dataSecretName"); dsn == "" {
+		t.Fatal("no bootstrap data Secret name")
+	}
+}
+
+// A Machine whose nodeRef names another cluster's Node is crossed; one
+// naming its own, or none, is not.
+func TestNodeRefCrossings(t *testing.T) {
+	withRef := func(cluster string, j int, ref string) unstructured.Unstructured {
+		m := machineObject(cluster, j)
+		if ref != "" {
+			unstructured.SetNestedField(m.Object, ref, "status", "nodeRef", "name")
+		}
+		return *m
+	}
+	got := nodeRefCrossings([]unstructured.Unstructured{
+		withRef("c001", 0, nodeName("c001", 0)), withRef("c001", 1, ""), withRef("c002", 0, nodeName("c012", 0)),
+	}, time.UnixMilli(7))
+	if len(got) != 1 || got[0] != (chaosCrossing{Cluster: "c002", Node: "c012-node-0", NodeCluster: "c012", UnixMs: 7}) {
+		t.Fatalf("crossings %+v, want c002's Machine naming c012-node-0", got)
+	}
+	if !isMachine(machineName("c001", 0)) || isMachine("c001") {
+		t.Fatal("isMachine")
+	}
+}
+
+// The CRDs the Machine reconciler's watches need are in Cluster API's
+// module, each with a v1beta2 version.
+func TestMachineCRDFilesLoad(t *testing.T) {
+	dir, err := moduleDir(t.Context(), capiModule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range machineCRDFiles {
+		if _, err := loadV1beta2CRD(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
 		}
 	}
 }

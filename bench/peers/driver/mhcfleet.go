@@ -172,20 +172,29 @@ func createNode(ctx context.Context, c client.Client, cluster string, j int) err
 	return nil
 }
 
-// createMachine creates cluster's j-th Machine with its Node's reference.
-func createMachine(ctx context.Context, c client.Client, cluster string, j int) error {
+// machineObject is cluster's j-th Machine: its Node's providerID, a
+// bootstrap data Secret name, its BenchMachine (infraMachineObject) as the
+// infrastructure reference.
+func machineObject(cluster string, j int) *unstructured.Unstructured {
 	m := &unstructured.Unstructured{Object: map[string]any{
 		"metadata": map[string]any{"namespace": namespace, "name": machineName(cluster, j),
 			"labels": map[string]any{clusterNameLabel: cluster}},
 		"spec": map[string]any{
 			"clusterName": cluster,
 			"bootstrap":   map[string]any{"dataSecretName": cluster + "-bootstrap"},
-			"infrastructureRef": map[string]any{"apiGroup": "infrastructure.cluster.x-k8s.io",
-				"kind": "BenchMachine", "name": machineName(cluster, j)},
+			"infrastructureRef": map[string]any{"apiGroup": infraMachineGVK.Group,
+				"kind": infraMachineGVK.Kind, "name": machineName(cluster, j)},
 			"providerID": providerID(cluster, j),
 		},
 	}}
 	m.SetGroupVersionKind(machineGVK)
+	return m
+}
+
+// createMachine creates cluster's j-th Machine with its Node's reference
+// (-mhc: no Machine reconciler sets it).
+func createMachine(ctx context.Context, c client.Client, cluster string, j int) error {
+	m := machineObject(cluster, j)
 	if err := c.Create(ctx, m); err != nil {
 		return fmt.Errorf("creating Machine %s: %w", m.GetName(), err)
 	}
