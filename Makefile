@@ -244,7 +244,7 @@ bench-rotation: envtest-assets
 ## MachineHealthCheck and Machine reconcilers: the drop-in, then the stock ClusterCache, on the same
 ## schedule (~2 × 65 min). Writes bench/peers/results/chaos.{md,json,png}; CHAOS_FLAGS adds
 ## driver flags (-chaos-pprof DIR keeps the manager's goroutine and heap profiles at the
-## baseline and the end). chaos-short (.ci/run): 3 minutes, seed 1, the drop-in on 30
+## baseline and the end). chaos-short (.ci/run): 3 minutes, seed 1 (or CHAOS_SEED), the drop-in on 30
 ## Clusters; fails if anything is stuck, leaked, crossed or hung. chaos-short-race: the same
 ## with the manager built with -race (a data race ends it: a crash, which fails the run).
 CHAOS_SEED ?= 1

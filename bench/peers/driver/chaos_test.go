@@ -280,3 +280,30 @@ func TestMachineCRDFilesLoad(t *testing.T) {
 		}
 	}
 }
+
+// TestChaosShortKeepsAnExplicitSeed: -chaos-short runs seed 1 unless
+// -chaos-seed or CHAOS_SEED names another (hidden-seed reruns of CI's run).
+func TestChaosShortKeepsAnExplicitSeed(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  string
+		args []string
+		want uint64
+	}{
+		{"default", "", []string{"-chaos-short"}, 1},
+		{"flag", "", []string{"-chaos-short", "-chaos-seed", "7"}, 7},
+		{"env", "9", []string{"-chaos-short"}, 9},
+		{"flag over env", "9", []string{"-chaos-short", "-chaos-seed", "4"}, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("CHAOS_SEED", tc.env)
+			o, err := parseFlags(tc.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.chaos.Seed != tc.want || o.chaos.Duration != 3*time.Minute || o.cfg.Clusters != 30 {
+				t.Errorf("seed %d, duration %v, clusters %d; want seed %d, 3m0s, 30", o.chaos.Seed, o.chaos.Duration, o.cfg.Clusters, tc.want)
+			}
+		})
+	}
+}
