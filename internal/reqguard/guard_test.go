@@ -246,34 +246,37 @@ func TestEstimatorDeadline(t *testing.T) {
 // deadline, and a request in flight already past the halved deadline is
 // canceled with it; the next request gets the halved deadline.
 func TestFirstByteTimeoutEndsTheOthers(t *testing.T) {
-	g, r := newGuard(t, Settings{MinFirstByte: 40 * time.Millisecond, MaxFirstByte: time.Minute})
-	actx, a, _ := g.Begin(context.Background(), Counted)
-	bctx, b, _ := g.Begin(context.Background(), Counted)
-	<-actx.Done()
-	select {
-	case <-bctx.Done():
-	default:
-		t.Fatal("a request started before the timeout, past the halved deadline, is still waiting")
-	}
-	for _, f := range []*Flight{a, b} {
-		err := f.Err(context.Canceled)
-		if !errors.Is(err, ErrFirstByteTimeout) {
-			t.Fatalf("err = %v, want ErrFirstByteTimeout", err)
+	synctest.Test(t, func(t *testing.T) {
+		g, r := newGuard(t, Settings{MinFirstByte: 40 * time.Millisecond, MaxFirstByte: time.Minute})
+		actx, a, _ := g.Begin(context.Background(), Counted)
+		bctx, b, _ := g.Begin(context.Background(), Counted)
+		<-actx.Done()
+		synctest.Wait() // the timer's callback cancels one flight, then the other
+		select {
+		case <-bctx.Done():
+		default:
+			t.Fatal("a request started before the timeout, past the halved deadline, is still waiting")
 		}
-		f.End(err)
-	}
-	if got := r.list(); len(got) != 2 {
-		t.Fatalf("reported %v, want two failures", got)
-	}
-	if d := g.FirstByteDeadline(); d != 10*time.Millisecond {
-		t.Errorf("deadline after two timeouts = %v, want 40ms/4", d)
-	}
-	_, c, _ := g.Begin(context.Background(), Counted)
-	c.FirstByte()
-	c.End(nil)
-	if d := g.FirstByteDeadline(); d != 40*time.Millisecond {
-		t.Errorf("deadline after an answer = %v, want the floor again", d)
-	}
+		for _, f := range []*Flight{a, b} {
+			err := f.Err(context.Canceled)
+			if !errors.Is(err, ErrFirstByteTimeout) {
+				t.Fatalf("err = %v, want ErrFirstByteTimeout", err)
+			}
+			f.End(err)
+		}
+		if got := r.list(); len(got) != 2 {
+			t.Fatalf("reported %v, want two failures", got)
+		}
+		if d := g.FirstByteDeadline(); d != 10*time.Millisecond {
+			t.Errorf("deadline after two timeouts = %v, want 40ms/4", d)
+		}
+		_, c, _ := g.Begin(context.Background(), Counted)
+		c.FirstByte()
+		c.End(nil)
+		if d := g.FirstByteDeadline(); d != 40*time.Millisecond {
+			t.Errorf("deadline after an answer = %v, want the floor again", d)
+		}
+	})
 }
 
 // The bulkhead does not throttle a cluster that answers as usual: it takes
