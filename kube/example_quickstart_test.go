@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
@@ -51,7 +52,9 @@ func ExampleNewPool() {
 	if err != nil {
 		panic(err)
 	}
-	p, err := kube.NewPool(d, pool.Options[client.ObjectKey, *kube.Cluster]{})
+	// Get waits up to MaxWait for a dial in flight (default 50 ms, then
+	// ErrWaitTimeout: a reconciler requeues); here it waits for the first.
+	p, err := kube.NewPool(d, pool.Options[client.ObjectKey, *kube.Cluster]{MaxWait: 10 * time.Second})
 	if err != nil {
 		panic(err)
 	}

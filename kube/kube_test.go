@@ -85,9 +85,12 @@ func TestDeadClusterTrips(t *testing.T) {
 	proxy.SetMode(faultproxy.Hold)
 	key := client.ObjectKey{Namespace: "fleet", Name: "dead"}
 	putKubeconfig(t, key, kubeconfig(t, proxy.Addr(), ""))
-	// MaxWait above the readyz timeout: each Get sees its dial fail.
+	// MaxWait above the readyz timeout: each Get sees its dial fail. A
+	// DialTimeout far above it: a dial that times out past half its
+	// DialTimeout opens the breaker at once (a hang), which a loaded
+	// machine must not turn this readyz timeout into.
 	p, src := newTestPool(t, DialerOptions{ReadyzTimeout: 300 * time.Millisecond}, pool.Options[client.ObjectKey, *Cluster]{
-		MaxWait: 5 * time.Second, DialTimeout: time.Second,
+		MaxWait: 5 * time.Second, DialTimeout: 20 * time.Second,
 		Breaker: breaker.Settings{OpenTimeout: time.Hour},
 	})
 	for i := range 3 {

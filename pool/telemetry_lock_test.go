@@ -44,7 +44,7 @@ func TestBlockingSpanProcessorHoldsNoLock(t *testing.T) {
 	bp := &blockingProcessor{entered: make(chan struct{}), release: make(chan struct{})}
 	f := newFake()
 	f.reply = func(string) *dialReply { return nil } // every dial succeeds at once
-	p := newPool(t, f, Options[string, *client]{MaxWait: 50 * time.Millisecond,
+	p := newPool(t, f, Options[string, *client]{MaxWait: 10 * time.Second,
 		TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(bp))})
 	first := getAsync(context.Background(), p, "a")
 	<-bp.entered // a's dial span is starting, and hangs
@@ -54,7 +54,9 @@ func TestBlockingSpanProcessorHoldsNoLock(t *testing.T) {
 			done <- err
 			return
 		}
-		if _, err := p.Get(context.Background(), "a"); !errors.Is(err, ErrWaitTimeout) {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		if _, err := p.Get(ctx, "a"); !errors.Is(err, ErrWaitTimeout) {
 			done <- err
 			return
 		}

@@ -21,8 +21,11 @@ func TestDemo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A healthy cluster is dialed once and never fails nor is rejected. A
+	// wait timeout is not checked: it is a Get that waited the default
+	// MaxWait (50 ms) for the first dial, which a loaded machine can make.
 	for _, n := range []string{"healthy-1", "healthy-2", "healthy-3"} {
-		if s := st[n]; s.ok.Load() == 0 || s.dials.Load() != 1 || s.failed.Load()+s.timeout.Load()+s.rejected.Load() != 0 {
+		if s := st[n]; s.ok.Load() == 0 || s.dials.Load() != 1 || s.failed.Load()+s.rejected.Load() != 0 {
 			t.Errorf("%s: ok=%d dials=%d failed=%d timeouts=%d rejected=%d", n, s.ok.Load(), s.dials.Load(),
 				s.failed.Load(), s.timeout.Load(), s.rejected.Load())
 		}

@@ -101,7 +101,7 @@ func TestMachineSuccessNeedsANodeList(t *testing.T) {
 		case err != nil:
 			return reconcile.Result{}, err
 		case req.Name == "c001-machine-failed":
-			return reconcile.Result{}, errors.New("patching the Machine failed")
+			return reconcile.Result{}, reconcile.TerminalError(errors.New("patching the Machine failed")) // not retried: its retry could be mid-reconcile at the end
 		case req.Name == "c001-machine-requeued":
 			return reconcile.Result{RequeueAfter: time.Hour}, nil
 		}
