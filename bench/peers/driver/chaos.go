@@ -193,7 +193,7 @@ func runChaosMode(ctx context.Context, o options, root string, out io.Writer) er
 	if err := writeChaos(out, rep); err != nil {
 		return err
 	}
-	if err := writeJSON(o.jsonOut, rep); err != nil {
+	if err := writeJSONAs(o.jsonOut, rep, false); err != nil {
 		return err
 	}
 	if co.Short {

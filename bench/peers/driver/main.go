@@ -241,10 +241,20 @@ func readJSON(file string, v any) error {
 
 // writeJSON writes v as indented JSON to file, unless file is empty.
 func writeJSON(file string, v any) error {
+	return writeJSONAs(file, v, true)
+}
+
+// writeJSONAs writes v to file, unless file is empty: indented, or compact
+// (a chaos run's report: an hour's series and fault histories stay under
+// the 1 MiB that make lint allows a tracked file).
+func writeJSONAs(file string, v any, indent bool) error {
 	if file == "" {
 		return nil
 	}
-	data, err := json.MarshalIndent(v, "", " ")
+	data, err := json.Marshal(v)
+	if indent {
+		data, err = json.MarshalIndent(v, "", " ")
+	}
 	if err != nil {
 		return err
 	}
