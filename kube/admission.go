@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,7 +28,13 @@ import (
 //   - otherwise admits it (Admitted reports true) and, with Connect, asks
 //     the pool to connect it (Pool.Connect): the pool dials it if it holds
 //     no client for it, dials none and its breaker is closed (an open
-//     breaker keeps its backoff).
+//     breaker keeps its backoff);
+//   - an object of another UID than the one admitted under its name (the
+//     Cluster deleted and created again, its delete and create seen as one
+//     reconcile: the queue holds one item per name, a relist after a broken
+//     watch shows only the new object) is a new cluster: the old one is
+//     removed from the pool (Pool.Remove) before the new one is admitted,
+//     so that no caller is handed the deleted cluster's client for it.
 //
 // A Cluster being deleted (deletionTimestamp set) stays admitted until it
 // is gone, as in ClusterCache: controllers clean up in the workload
@@ -65,7 +72,7 @@ type Admission struct {
 
 	reader   client.Reader
 	mu       sync.RWMutex
-	admitted map[client.ObjectKey]struct{}
+	admitted map[client.ObjectKey]types.UID // the UID admitted under each name
 }
 
 // admissionNames counts the default names handed out, per name.
@@ -137,7 +144,7 @@ func (a *Admission) Reconcile(ctx context.Context, req reconcile.Request) (recon
 	case a.Admit != nil && !a.Admit(obj):
 		a.refuse(req.NamespacedName)
 	default:
-		a.admit(req.NamespacedName)
+		a.admit(req.NamespacedName, obj.GetUID())
 	}
 	return reconcile.Result{}, nil
 }
@@ -151,15 +158,21 @@ func (a *Admission) refuse(key client.ObjectKey) {
 	a.Pool.Remove(key)
 }
 
-// admit remembers key and, with Connect, asks the pool to connect it: a
-// dial starts if nothing is connected, dialing or backing off.
-func (a *Admission) admit(key client.ObjectKey) {
+// admit remembers key with uid and, with Connect, asks the pool to connect
+// it: a dial starts if nothing is connected, dialing or backing off. If
+// another UID was admitted under key, the pool's cluster is that object's:
+// it is removed first.
+func (a *Admission) admit(key client.ObjectKey, uid types.UID) {
 	a.mu.Lock()
 	if a.admitted == nil {
-		a.admitted = map[client.ObjectKey]struct{}{}
+		a.admitted = map[client.ObjectKey]types.UID{}
 	}
-	a.admitted[key] = struct{}{}
+	prev, known := a.admitted[key]
+	a.admitted[key] = uid
 	a.mu.Unlock()
+	if known && prev != uid {
+		a.Pool.Remove(key)
+	}
 	if a.Connect {
 		a.Pool.Connect(key)
 	}

@@ -296,3 +296,43 @@ func TestAdmissionSetupValidation(t *testing.T) {
 		}
 	}
 }
+
+// A Cluster deleted and created again under its name, its delete and
+// create seen as one reconcile (one queue item per name; a relist after a
+// broken watch), is a new cluster: the old one's client is removed from
+// the pool before the new one connects. The same object reconciled again
+// removes nothing.
+func TestAdmissionNewUIDRemovesTheOldCluster(t *testing.T) {
+	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "f", Name: "c", UID: "uid-1"}}
+	reader := fake.NewClientBuilder().WithObjects(obj).Build()
+	fp := newFakePool()
+	a := &Admission{Pool: fp, Object: &corev1.ConfigMap{}, Connect: true, reader: reader}
+	req := reconcile.Request{NamespacedName: client.ObjectKey{Namespace: "f", Name: "c"}}
+	reconcileCalls := func() []string {
+		t.Helper()
+		from := len(fp.callLog())
+		if _, err := a.Reconcile(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+		return fp.callLog()[from:]
+	}
+	if got := reconcileCalls(); !slices.Equal(got, []string{"connect f/c"}) {
+		t.Fatalf("first incarnation: calls %v", got)
+	}
+	if got := reconcileCalls(); !slices.Equal(got, []string{"connect f/c"}) {
+		t.Fatalf("same incarnation again: calls %v, want no remove", got)
+	}
+	if err := reader.Delete(context.Background(), obj); err != nil {
+		t.Fatal(err)
+	}
+	again := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "f", Name: "c", UID: "uid-2"}}
+	if err := reader.Create(context.Background(), again); err != nil {
+		t.Fatal(err)
+	}
+	if got := reconcileCalls(); !slices.Equal(got, []string{"remove f/c", "connect f/c"}) {
+		t.Fatalf("re-created under its name: calls %v, want the old cluster removed, then the new connected", got)
+	}
+	if !a.Admitted(req.NamespacedName) {
+		t.Fatal("the new incarnation is not admitted")
+	}
+}

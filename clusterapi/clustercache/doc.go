@@ -106,6 +106,10 @@
 //     opens. Their outcomes do not feed the breaker (no passive health), so
 //     that only probes decide a disconnect, as in Cluster API.
 //   - A rotated kubeconfig Secret is picked up at once.
+//   - A Cluster deleted and created again under its name (another UID)
+//     gets a new connection even when its delete and create reach the
+//     controller as one reconcile (kube.Admission); Cluster API keeps the
+//     deleted Cluster's connection then.
 //   - Kubeconfig Secrets may not name local files (tokenFile,
 //     client-certificate, client-key, certificate-authority), and may not
 //     hold exec or auth-provider entries even outside the current context
