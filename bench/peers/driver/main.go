@@ -251,9 +251,12 @@ func writeJSONAs(file string, v any, indent bool) error {
 	if file == "" {
 		return nil
 	}
-	data, err := json.Marshal(v)
+	var data []byte
+	var err error
 	if indent {
 		data, err = json.MarshalIndent(v, "", " ")
+	} else {
+		data, err = json.Marshal(v)
 	}
 	if err != nil {
 		return err
