@@ -138,10 +138,15 @@ func (p *Proxy) SetMode(m Mode) {
 	if keepsConns(old) && keepsConns(m) {
 		return
 	}
-	for c := range p.conns {
-		if m == Reset {
+	if m == Reset {
+		// Every connection first, then the closes: closing one end of a
+		// proxied pair makes its serve goroutine close the other, which
+		// must reset too (a FIN there would read as a clean EOF).
+		for c := range p.conns {
 			resetOnClose(c)
 		}
+	}
+	for c := range p.conns {
 		c.Close()
 	}
 }
