@@ -35,6 +35,8 @@ import (
 //     watch shows only the new object) is a new cluster: the old one is
 //     removed from the pool (Pool.Remove) before the new one is admitted,
 //     so that no caller is handed the deleted cluster's client for it.
+//     Reconcilers of the new object may run before Admission's: code that
+//     hands out clients checks Current (see DialerOptions.ObjectUID).
 //
 // A Cluster being deleted (deletionTimestamp set) stays admitted until it
 // is gone, as in ClusterCache: controllers clean up in the workload
@@ -71,6 +73,7 @@ type Admission struct {
 	Name string
 
 	reader   client.Reader
+	cached   cachedUIDs // the UIDs in the manager's cache, for Current
 	mu       sync.RWMutex
 	admitted map[client.ObjectKey]types.UID // the UID admitted under each name
 }
@@ -83,10 +86,12 @@ var admissionNames = struct {
 
 // SetupWithManager adds the controller to mgr, with opts (e.g.
 // MaxConcurrentReconciles) and preds on Object's events (e.g. Cluster API's
-// WatchFilterValue predicate). A predicate that drops an object's update
-// or delete leaves its last decision in force. It returns an error matching
-// ErrInvalidOptions, naming the field, when Pool or Object is missing or
-// Object's kind is unknown.
+// WatchFilterValue predicate), and to mgr's cache an index of Object that
+// records each object's UID for Current (it indexes no value) and a delete
+// handler. A predicate that drops an object's update or delete leaves its
+// last decision in force. It returns an error matching ErrInvalidOptions,
+// naming the field, when Pool or Object is missing or Object's kind is
+// unknown.
 func (a *Admission) SetupWithManager(mgr ctrl.Manager, opts controller.Options, preds ...predicate.Predicate) error {
 	if isNilPool(a.Pool) {
 		return invalidOptions(errors.New("Admission.Pool must not be nil"))
@@ -100,6 +105,9 @@ func (a *Admission) SetupWithManager(mgr ctrl.Manager, opts controller.Options, 
 		name = defaultAdmissionName(gvk.Kind)
 	}
 	a.reader = mgr.GetCache()
+	if err := a.watchUIDs(mgr, name); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).Named(name).
 		For(a.Object, builder.WithPredicates(preds...)).
 		WithOptions(opts).

@@ -14,7 +14,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -334,5 +336,49 @@ func TestAdmissionNewUIDRemovesTheOldCluster(t *testing.T) {
 	}
 	if !a.Admitted(req.NamespacedName) {
 		t.Fatal("the new incarnation is not admitted")
+	}
+}
+
+// A Cluster records the UID admitted when its dial began; once the object
+// under its name in the manager's cache has another UID (deleted and
+// created again, not reconciled yet) it is not current, and Admission then
+// removes it. The object deleted, or a Cluster recording no UID, is
+// current. A delete event of the old object after the new one was written
+// forgets nothing. (The cache's index and delete handler feed cachedUIDs;
+// TestGetClientRefusesARecreatedClustersOldClient in clusterapi runs them
+// on a real manager.)
+func TestAdmissionCurrent(t *testing.T) {
+	key := client.ObjectKey{Namespace: "f", Name: "c"}
+	incarnation := func(uid types.UID) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, UID: uid}}
+	}
+	reader := fake.NewClientBuilder().WithObjects(incarnation("uid-1")).Build()
+	a := &Admission{Pool: newFakePool(), Object: &corev1.ConfigMap{}, reader: reader}
+	a.cached.record(incarnation("uid-1"))
+	if _, err := a.Reconcile(context.Background(), reconcile.Request{NamespacedName: key}); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.UID(key); got != "uid-1" {
+		t.Fatalf("UID %q, want uid-1", got)
+	}
+	old := &Cluster{Key: key, UID: a.UID(key)}
+	if !a.Current(old) || !a.Current(&Cluster{Key: key}) {
+		t.Fatal("the admitted incarnation's Cluster is not current")
+	}
+	a.cached.record(incarnation("uid-2"))                                                         // created again
+	a.cached.onDelete(toolscache.DeletedFinalStateUnknown{Key: "f/c", Obj: incarnation("uid-1")}) // the old delete, late
+	if a.Current(old) {
+		t.Fatal("the deleted incarnation's Cluster is current after the object was created again")
+	}
+	if !a.Current(&Cluster{Key: key, UID: "uid-2"}) || !a.Current(&Cluster{Key: key}) {
+		t.Fatal("the new incarnation's Cluster, or one without a UID, is not current")
+	}
+	a.cached.onDelete(incarnation("uid-2"))
+	if !a.Current(old) {
+		t.Fatal("a Cluster whose object is gone is not current until Admission removes it")
+	}
+	var none *Admission
+	if !none.Current(&Cluster{Key: key, UID: "uid-1"}) {
+		t.Fatal("a nil Admission holds a Cluster stale")
 	}
 }

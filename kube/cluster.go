@@ -12,6 +12,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -32,6 +33,9 @@ type Cluster struct {
 	Uncached client.Client
 	// Cache is the informer cache behind Client.
 	Cache cache.Cache
+	// UID is the UID of the object Key named when the dial began
+	// (DialerOptions.ObjectUID), or empty if unknown: see Admission.Current.
+	UID types.UID
 
 	config     *rest.Config    // holds credentials (or rot does): never logged or printed
 	httpClient *http.Client    // shared by every client of the cluster

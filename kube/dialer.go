@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/connrotation"
@@ -81,6 +82,10 @@ const GoroutineLabel = "clusterpool.cluster"
 func (d *Dialer) dial(ctx context.Context, key client.ObjectKey) (*Cluster, error) {
 	start := time.Now()
 	log := d.opts.Logger.WithValues("cluster", key.String())
+	var uid types.UID // before the config: the object the dial is for
+	if d.opts.ObjectUID != nil {
+		uid = d.opts.ObjectUID(key)
+	}
 	srcCfg, rev, err := d.src.Config(ctx, key)
 	if err != nil {
 		return nil, err
@@ -102,7 +107,7 @@ func (d *Dialer) dial(ctx context.Context, key client.ObjectKey) (*Cluster, erro
 		l.conns.CloseAll()
 		return nil, err
 	}
-	c.revision, c.guard, c.src, c.rot = rev, l.guard, d.src, l.rot
+	c.revision, c.guard, c.src, c.rot, c.UID = rev, l.guard, d.src, l.rot, uid
 	cctx, stopCache := context.WithCancel(context.Background())
 	c.cancel = stopCache
 	if g := l.guard; g != nil { // requests in flight end before the informers

@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -136,6 +137,12 @@ type DialerOptions struct {
 	// clients (bulkhead, first-byte deadline, passive health, rejection
 	// and cancellation once the breaker opens); zero means all on.
 	Requests RequestOptions
+	// ObjectUID, if set, returns the UID of the object a dial is for
+	// (Admission.UID), read when the dial begins and kept in Cluster.UID,
+	// so that Admission.Current can tell a client dialed for a deleted
+	// Cluster from one for the Cluster now under its name. It runs on the
+	// dial's goroutine; "" means unknown. nil records no UID.
+	ObjectUID func(key client.ObjectKey) types.UID
 }
 
 // Index is a field index of each cluster's cache (see DialerOptions.Indexes).

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -53,12 +54,28 @@ var (
 	_ reconcile.Reconciler = (*clusterCache)(nil)
 )
 
-// connected returns key's client, or a NotConnectedError naming op.
+// connected returns key's client, or a NotConnectedError naming op. A
+// client dialed for a Cluster since deleted and created again under key
+// (kube.Admission.Current) is not handed out: the caller may have read the
+// new Cluster, and the admission is about to replace the client.
 func (cc *clusterCache) connected(op string, key client.ObjectKey) (*kube.Cluster, error) {
-	if c, ok := cc.pool.Peek(key); ok {
+	c, ok := cc.pool.Peek(key)
+	switch {
+	case ok && cc.admission.Current(c):
 		return c, nil
+	case ok:
+		return nil, recreated(op, key, cc.dialTimeout)
 	}
 	return nil, notConnected(op, key, cc.pool.State(key), cc.closed.Load(), cc.dialTimeout, cc.retryDelay())
+}
+
+// admittedUID is the UID of the Cluster admitted under key (the dialer's
+// ObjectUID), or "" before the admission is wired.
+func (cc *clusterCache) admittedUID(key client.ObjectKey) types.UID {
+	if cc.admission == nil {
+		return ""
+	}
+	return cc.admission.UID(key)
 }
 
 // GetClient returns the cluster's cached client (reads from its informer

@@ -109,7 +109,11 @@
 //   - A Cluster deleted and created again under its name (another UID)
 //     gets a new connection even when its delete and create reach the
 //     controller as one reconcile (kube.Admission); Cluster API keeps the
-//     deleted Cluster's connection then.
+//     deleted Cluster's connection then. Until the new one is connected,
+//     GetClient, GetReader, GetUncachedClient, GetRESTConfig and Watch
+//     answer ErrClusterNotConnected (and pool.ErrRemoved) once the
+//     manager's cache holds the new Cluster, rather than hand a reconcile
+//     of it the deleted one's client (kube.Admission.Current).
 //   - Kubeconfig Secrets may not name local files (tokenFile,
 //     client-certificate, client-key, certificate-authority), and may not
 //     hold exec or auth-provider entries even outside the current context

@@ -49,8 +49,15 @@ func newScheme(t testing.TB) *runtime.Scheme {
 }
 
 // newEnv returns a manager (not started) and a namespace of its own,
-// named ns-<random>.
+// named ns-<random>; the manager's cache holds that namespace only.
 func newEnv(t testing.TB, ns string) *testEnv {
+	t.Helper()
+	return newEnvIn(t, ns, true)
+}
+
+// newEnvIn is newEnv; with own false the manager's cache holds every
+// namespace, as Cluster API's does by default.
+func newEnvIn(t testing.TB, ns string, own bool) *testEnv {
 	t.Helper()
 	cfg := suite.Need(t)[0]
 	s := newScheme(t)
@@ -64,9 +71,12 @@ func newEnv(t testing.TB, ns string) *testEnv {
 	}
 	// The manager sees its namespace only: earlier tests' Clusters stay
 	// out of this test's ClusterCache.
+	var copts cache.Options
+	if own {
+		copts.DefaultNamespaces = map[string]cache.Config{nso.Name: {}}
+	}
 	mgr, err := manager.New(cfg, manager.Options{Scheme: s, Metrics: metricsserver.Options{BindAddress: "0"},
-		Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{nso.Name: {}}},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
+		Cache: copts, Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,6 +63,14 @@ func notConnected(op string, key client.ObjectKey, st pool.ClusterState, closed 
 	return &NotConnectedError{Op: op, Cluster: key, Err: pe}
 }
 
+// recreated is the error for a client dialed for a Cluster deleted and
+// created again under key since: the admission removes it and dials the
+// new Cluster, within about the dial timeout.
+func recreated(op string, key client.ObjectKey, dialTimeout time.Duration) error {
+	pe := &pool.Error{Kind: pool.ErrRemoved, Cluster: key.String(), RetryAt: time.Now().Add(dialTimeout)}
+	return &NotConnectedError{Op: op, Cluster: key, Err: fmt.Errorf("the Cluster was created again: %w", pe)}
+}
+
 // notConnectedKind picks the pool sentinel that says why a cluster in
 // state st has no client.
 func notConnectedKind(st pool.ClusterState, closed bool) error {

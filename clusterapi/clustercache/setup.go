@@ -71,14 +71,15 @@ func SetupWithManagerAndPolicy(ctx context.Context, mgr manager.Manager, options
 	if err != nil {
 		return nil, err
 	}
+	cc := &clusterCache{clusters: mgr.GetClient(), traces: tel.traces,
+		dialTimeout: pool.DefaultDialTimeout, log: log, stop: make(chan struct{})}
 	dopts := dialerOptions(mgr, options, log)
 	dopts.Requests.MeterProvider = tel.meter
+	dopts.ObjectUID = cc.admittedUID
 	d, err := kube.NewDialer(kube.SecretSource{Reader: options.SecretClient, Policy: policy}, dopts)
 	if err != nil {
 		return nil, fmt.Errorf("clustercache: %w", err)
 	}
-	cc := &clusterCache{clusters: mgr.GetClient(), traces: tel.traces,
-		dialTimeout: pool.DefaultDialTimeout, log: log, stop: make(chan struct{})}
 	cc.pool, err = kube.NewPool(d, cc.poolOptions(controllerOptions.MaxConcurrentReconciles, tel))
 	if err != nil {
 		tel.traces.stop(log)

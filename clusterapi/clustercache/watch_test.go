@@ -96,7 +96,7 @@ func TestWatch(t *testing.T) {
 }
 
 // waitConnected waits until GetClient succeeds for key.
-func waitConnected(t *testing.T, cc clustercache.ClusterCache, key client.ObjectKey) {
+func waitConnected(t testing.TB, cc clustercache.ClusterCache, key client.ObjectKey) {
 	t.Helper()
 	eventually(t, 30*time.Second, func() error {
 		_, err := cc.GetClient(context.Background(), key)
