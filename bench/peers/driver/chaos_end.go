@@ -102,6 +102,7 @@ func (r *chaosRun) judgeEnd(ctx context.Context, base procStats) chaosVerdicts {
 		deadline = soon
 	}
 	v.Lingering = r.waitGone(ctx, deadline)
+	r.waitBack(ctx)
 	v.End, v.Leaked = r.endStats(ctx, base)
 	prof, err := r.goroutines(ctx, "end")
 	if err = errors.Join(r.profErr, err); err != nil {
@@ -110,6 +111,24 @@ func (r *chaosRun) judgeEnd(ctx context.Context, base procStats) chaosVerdicts {
 		v.Grown = grown(r.baseProf, prof, 5)
 	}
 	return v
+}
+
+// waitBack waits until no cluster waits for a reconcile after a fault, or
+// until the longest bound has passed since the last fault ended: the run
+// does not end before its last samples could come back (a sample it cut
+// short would read as "never").
+func (r *chaosRun) waitBack(ctx context.Context) {
+	b := boundFor(r.cache)
+	last := 0.0
+	for _, e := range r.sortedEvents() {
+		last = max(last, e.End)
+	}
+	deadline := r.t0.Add(time.Duration((last + max(b.Seconds, b.Mgmt)) * float64(time.Second)))
+	for len(r.trace.waiting()) > 0 && time.Now().Before(deadline) {
+		if !sleepCtx(ctx, time.Second) {
+			return
+		}
+	}
 }
 
 // waitGone waits until no deleted Cluster (or incarnation) has a

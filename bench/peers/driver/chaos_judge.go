@@ -30,6 +30,9 @@ type backSample struct {
 	Cluster string  `json:"cluster"`
 	Free    float64 `json:"free_s"`
 	Back    float64 `json:"back_s"`
+	// FreedBy is the class of the fault whose end freed the cluster (its
+	// own, or an overlapping one's): it picks the bound (chaosBound.For).
+	FreedBy string `json:"freed_by"`
 }
 
 // Seconds is Back - Free, or +Inf if it never came back.
@@ -66,7 +69,7 @@ func timeBack(events []faultEvent, successes map[string][]float64, keysOf func(c
 				interrupted[e.Class]++
 				continue
 			}
-			out = append(out, backSample{Fault: e.ID, Class: e.Class, Cluster: c, Free: free, Back: back})
+			out = append(out, backSample{Fault: e.ID, Class: e.Class, Cluster: c, Free: free, Back: back, FreedBy: endingAt(on[c], free, e.Class)})
 		}
 	}
 	return out, interrupted
@@ -84,6 +87,15 @@ func freeAt(events []faultEvent, t float64) float64 {
 		}
 	}
 	return t
+}
+
+// endingAt is the class of the first of events that ends at t, or class
+// if none does.
+func endingAt(events []faultEvent, t float64, class string) string {
+	if i := slices.IndexFunc(events, func(o faultEvent) bool { return o.End == t }); i >= 0 {
+		return events[i].Class
+	}
+	return class
 }
 
 // backAt is the first time at or after free by which every one of keys
@@ -130,15 +142,17 @@ type pastBound struct {
 }
 
 // classTable summarizes samples per class (in chaosClasses' order, then
-// manager-kill) against bound, and lists the samples past it with their
-// clusters' fault histories.
-func classTable(samples []backSample, interrupted map[string]int, bound float64, events []faultEvent) ([]classStats, []pastBound) {
+// manager-kill) against bound (each sample's, by the fault that freed it),
+// and lists the samples past it with their clusters' fault histories.
+func classTable(samples []backSample, interrupted map[string]int, bound chaosBound, events []faultEvent) ([]classStats, []pastBound) {
 	by := map[string][]float64{}
+	pastBy := map[string]int{}
 	var past []pastBound
 	for _, s := range samples {
 		d := s.Seconds()
 		by[s.Class] = append(by[s.Class], d)
-		if d > bound {
+		if d > bound.For(s.FreedBy) {
+			pastBy[s.Class]++
 			past = append(past, pastBound{backSample: s, Seconds: finite(d), History: history(events, s.Cluster)})
 		}
 	}
@@ -157,10 +171,8 @@ func classTable(samples []backSample, interrupted map[string]int, bound float64,
 			if math.IsInf(d, 1) {
 				st.Never++
 			}
-			if d > bound {
-				st.PastBound++
-			}
 		}
+		st.PastBound = pastBy[class]
 		out = append(out, st)
 	}
 	return out, past

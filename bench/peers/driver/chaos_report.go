@@ -15,7 +15,11 @@ func writeChaos(out io.Writer, rep chaosReport) error {
 	fmt.Fprintf(&b, "Chaos run of %s (%s): %d Clusters on %d workload apiservers, %d Machines each; %d faults over %s, seed %d; %.0f s wall\n\n",
 		rep.Date, rep.Machine, rep.Clusters, rep.APIServers, o.Machines, len(rep.Schedule), time.Duration(o.Duration), o.Seed, rep.Wall)
 	for _, r := range rep.Results {
-		fmt.Fprintf(&b, "- bound on time back, %s: %.0f s (%s)\n", r.Cache, r.Bound.Seconds, r.Bound.Derived)
+		fmt.Fprintf(&b, "- bound on time back, %s: %.0f s (%s)", r.Cache, r.Bound.Seconds, r.Bound.Derived)
+		if r.Bound.Mgmt > 0 {
+			fmt.Fprintf(&b, "; after a management restart: %.0f s (%s)", r.Bound.Mgmt, r.Bound.MgmtDerived)
+		}
+		b.WriteString("\n")
 	}
 	b.WriteString("\nTime back (s): from a fault's end (or the end of the faults overlapping it on that cluster) until the cluster's MachineHealthCheck and each of its Machines have reconciled successfully (a Machine: a reconcile of the Machine reconciler that listed its Node through the cluster's client); samples, then p50 / p99 / max; past bound\n\n")
 	b.WriteString("| fault class |")
@@ -149,13 +153,14 @@ func writePastBound(b *strings.Builder, r chaosResult) {
 	if len(r.PastBound) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "\n%s: %d (fault, cluster) samples past the bound of %.0f s:\n\n", r.Cache, len(r.PastBound), r.Bound.Seconds)
+	fmt.Fprintf(b, "\n%s: %d (fault, cluster) samples past their bound:\n\n", r.Cache, len(r.PastBound))
 	for i, p := range r.PastBound {
 		if i == 30 {
 			fmt.Fprintf(b, "- … %d more (in the JSON)\n", len(r.PastBound)-30)
 			break
 		}
-		fmt.Fprintf(b, "- %s after fault %d (%s), free at %.1f s: back %s; its faults:", p.Cluster, p.Fault, p.Class, p.Free, secs(p.Seconds, 1))
+		fmt.Fprintf(b, "- %s after fault %d (%s), free at %.1f s (end of a %s): back %s, bound %.0f s; its faults:",
+			p.Cluster, p.Fault, p.Class, p.Free, p.FreedBy, secs(p.Seconds, 1), r.Bound.For(p.FreedBy))
 		for _, h := range p.History {
 			fmt.Fprintf(b, " %d %s [%.1f, %.1f]", h.ID, h.Class, h.Start, h.End)
 			if h.Err != "" {

@@ -215,7 +215,7 @@ func (r *chaosRun) run(ctx context.Context, log *os.File) (chaosResult, error) {
 		secs[c] = secondsSince(r.t0, ts)
 	}
 	samples, interrupted := timeBack(res.Events, secs, r.cf.keysOf)
-	res.Classes, res.PastBound = classTable(samples, interrupted, res.Bound.Seconds, res.Events)
+	res.Classes, res.PastBound = classTable(samples, interrupted, res.Bound, res.Events)
 	return res, nil
 }
 

@@ -115,16 +115,21 @@ func TestTimeBack(t *testing.T) {
 		ev(3, faultTrickle, 70, 80, "c"),   // c never back
 		ev(4, faultCertRotate, 100, 100, "d"),
 		ev(5, faultSecretDelete, 105, 110, "d"), // d: after 4 not back before 105: interrupted
+		ev(6, faultMgmtRestart, 200, 210, "e", "f"),
+		ev(7, faultCertRotate, 209, 209, "f"), // freed by 6: its bound
 	}
-	successes := map[string][]float64{"a": {5, 41}, "b": {45, 61.5}, "d": {120}}
+	successes := map[string][]float64{"a": {5, 41}, "b": {45, 61.5}, "d": {120}, "e": {250}, "f": {230}}
 	got, interrupted := timeBack(events, successes, func(c string) []string { return []string{c} })
 	want := []backSample{
-		{Fault: 0, Class: faultAPIServerStop, Cluster: "a", Free: 40, Back: 41},
-		{Fault: 0, Class: faultAPIServerStop, Cluster: "b", Free: 30, Back: 45},
-		{Fault: 1, Class: faultBlackhole, Cluster: "a", Free: 40, Back: 41},
-		{Fault: 2, Class: faultReset, Cluster: "b", Free: 60, Back: 61.5},
-		{Fault: 3, Class: faultTrickle, Cluster: "c", Free: 80, Back: -1},
-		{Fault: 5, Class: faultSecretDelete, Cluster: "d", Free: 110, Back: 120},
+		{Fault: 0, Class: faultAPIServerStop, Cluster: "a", Free: 40, Back: 41, FreedBy: faultBlackhole},
+		{Fault: 0, Class: faultAPIServerStop, Cluster: "b", Free: 30, Back: 45, FreedBy: faultAPIServerStop},
+		{Fault: 1, Class: faultBlackhole, Cluster: "a", Free: 40, Back: 41, FreedBy: faultBlackhole},
+		{Fault: 2, Class: faultReset, Cluster: "b", Free: 60, Back: 61.5, FreedBy: faultReset},
+		{Fault: 3, Class: faultTrickle, Cluster: "c", Free: 80, Back: -1, FreedBy: faultTrickle},
+		{Fault: 5, Class: faultSecretDelete, Cluster: "d", Free: 110, Back: 120, FreedBy: faultSecretDelete},
+		{Fault: 6, Class: faultMgmtRestart, Cluster: "e", Free: 210, Back: 250, FreedBy: faultMgmtRestart},
+		{Fault: 6, Class: faultMgmtRestart, Cluster: "f", Free: 210, Back: 230, FreedBy: faultMgmtRestart},
+		{Fault: 7, Class: faultCertRotate, Cluster: "f", Free: 210, Back: 230, FreedBy: faultMgmtRestart},
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("samples\n%+v\nwant\n%+v", got, want)
@@ -132,7 +137,9 @@ func TestTimeBack(t *testing.T) {
 	if interrupted[faultCertRotate] != 1 || len(interrupted) != 1 {
 		t.Fatalf("interrupted = %v, want the cert rotation once", interrupted)
 	}
-	stats, past := classTable(got, interrupted, 10, events)
+	// Bounds: 10 s; 30 s after a management restart (e, 40 s, is past it;
+	// f's cert rotation, 20 s, is within it).
+	stats, past := classTable(got, interrupted, chaosBound{Seconds: 10, Mgmt: 30}, events)
 	st, _ := findClass(stats, faultAPIServerStop)
 	if st.Samples != 2 || st.P50 != 1 || st.Max != 15 || st.PastBound != 1 {
 		t.Errorf("apiserver-stop stats %+v", st)
@@ -140,7 +147,13 @@ func TestTimeBack(t *testing.T) {
 	if tr, _ := findClass(stats, faultTrickle); tr.Never != 1 || tr.Max != -1 || tr.PastBound != 1 {
 		t.Errorf("trickle stats %+v, want one never back", tr)
 	}
-	if len(past) != 2 || past[0].Cluster != "b" || past[1].Cluster != "c" || len(past[1].History) != 1 {
+	if st, _ := findClass(stats, faultMgmtRestart); st.Samples != 2 || st.PastBound != 1 {
+		t.Errorf("mgmt-restart stats %+v, want 1 of 2 past its bound", st)
+	}
+	if st, _ := findClass(stats, faultCertRotate); st.Samples != 1 || st.PastBound != 0 {
+		t.Errorf("cert-rotate stats %+v, want its sample within the management restart's bound", st)
+	}
+	if len(past) != 3 || past[0].Cluster != "b" || past[1].Cluster != "c" || len(past[1].History) != 1 || past[2].Cluster != "e" {
 		t.Errorf("past bound %+v", past)
 	}
 }
@@ -210,8 +223,8 @@ func TestTimeBackWaitsForEveryMachine(t *testing.T) {
 	}
 	got, _ := timeBack(events, successes, cf.keysOf)
 	want := []backSample{
-		{Fault: 0, Class: faultReset, Cluster: "c001", Free: 10, Back: 14},
-		{Fault: 1, Class: faultReset, Cluster: "c002", Free: 10, Back: -1},
+		{Fault: 0, Class: faultReset, Cluster: "c001", Free: 10, Back: 14, FreedBy: faultReset},
+		{Fault: 1, Class: faultReset, Cluster: "c002", Free: 10, Back: -1, FreedBy: faultReset},
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("samples\n%+v\nwant\n%+v", got, want)
