@@ -19,6 +19,9 @@ func writeChaos(out io.Writer, rep chaosReport) error {
 		if r.Bound.Mgmt > 0 {
 			fmt.Fprintf(&b, "; after a management restart: %.0f s (%s)", r.Bound.Mgmt, r.Bound.MgmtDerived)
 		}
+		if r.Note != "" {
+			b.WriteString(". " + r.Note)
+		}
 		b.WriteString("\n")
 	}
 	b.WriteString("\nTime back (s): from a fault's end (or the end of the faults overlapping it on that cluster) until the cluster's MachineHealthCheck and each of its Machines have reconciled successfully (a Machine: a reconcile of the Machine reconciler that listed its Node through the cluster's client); samples, then p50 / p99 / max; past bound\n\n")

@@ -31,6 +31,10 @@ type chaosResult struct {
 	Verdicts  chaosVerdicts `json:"verdicts"`
 	Points    []tracePoint  `json:"points"`
 	Warmup    float64       `json:"warmup_s"`
+	// Note says where a result comes from when the report joins runs of
+	// one schedule made at different times (written by hand; empty when
+	// one run made every result).
+	Note string `json:"note,omitempty"`
 }
 
 // chaosRun is one cache's run in progress.

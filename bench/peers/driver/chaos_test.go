@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -345,6 +346,30 @@ func TestChaosReportIsCompact(t *testing.T) {
 		var back map[string][]int
 		if err := json.Unmarshal(data, &back); err != nil || !reflect.DeepEqual(back, v) {
 			t.Errorf("indent %v: read back %v, %v", indent, back, err)
+		}
+	}
+}
+
+// The report states each cache's bounds (the management restart's too),
+// a joined result's note, and each sample past its bound with the fault
+// that freed it and the bound it was judged against.
+func TestChaosReportStatesBounds(t *testing.T) {
+	past := pastBound{backSample: backSample{Fault: 3, Class: faultCertRotate, Cluster: "c001", Free: 10, Back: 200, FreedBy: faultMgmtRestart}, Seconds: 190}
+	rep := chaosReport{Results: []chaosResult{
+		{Cache: "adapter", Bound: boundFor("adapter"), PastBound: []pastBound{past}},
+		{Cache: "stock", Bound: chaosBound{Seconds: 100, Derived: "older"}, Note: "From an earlier run."},
+	}}
+	var out strings.Builder
+	if err := writeChaos(&out, rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"bound on time back, adapter: 70 s (", "; after a management restart: 140 s (2 of client-go's reflector waits",
+		"bound on time back, stock: 100 s (older). From an earlier run.\n",
+		"c001 after fault 3 (cert-rotate), free at 10.0 s (end of a mgmt-restart): back 190.0, bound 140 s;",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
 		}
 	}
 }
