@@ -25,7 +25,9 @@ import (
 )
 
 // tlsCluster is a loopback TLS server standing in for a cluster: /readyz
-// and /fast answer at once, /hang answers when the client gives up.
+// and /fast answer at once, /hang never answers (it aborts when the client
+// gives up: a 200 written after the client's cancel could reach it first,
+// see rotationServer).
 func tlsCluster(t *testing.T) (*httptest.Server, *rest.Config, <-chan struct{}) {
 	t.Helper()
 	hung := make(chan struct{}, 16)
@@ -33,6 +35,7 @@ func tlsCluster(t *testing.T) (*httptest.Server, *rest.Config, <-chan struct{}) 
 		if r.URL.Path == "/hang" {
 			hung <- struct{}{}
 			<-r.Context().Done()
+			panic(http.ErrAbortHandler)
 		}
 	}))
 	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // refused handshakes are expected
