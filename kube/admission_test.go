@@ -19,6 +19,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -295,6 +296,25 @@ func TestAdmissionSetupValidation(t *testing.T) {
 		err := tc.a.SetupWithManager(mgr, controller.Options{})
 		if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("got %v, want %q matching ErrInvalidOptions", err, tc.want)
+		}
+	}
+}
+
+// Two Admissions of one name on one manager (Cluster API's tests set up
+// several ClusterCaches on one manager, names unchecked) each add their
+// own UID index: no indexer conflict.
+func TestAdmissionSetupTwiceOnOneManager(t *testing.T) {
+	needEnvtest(t)
+	skip := true
+	mgr, err := manager.New(mgmtCfg, manager.Options{Metrics: metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: &skip}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		a := &Admission{Pool: newFakePool(), Object: &corev1.ConfigMap{}, Name: "same"}
+		if err := a.SetupWithManager(mgr, controller.Options{}); err != nil {
+			t.Fatalf("Admission %d: %v", i, err)
 		}
 	}
 }

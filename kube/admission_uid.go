@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -95,11 +96,17 @@ func (u *cachedUIDs) onDelete(obj any) {
 	}
 }
 
+// uidIndexes numbers the indexes watchUIDs adds, so that each Admission
+// has its own, also several of one name on one manager (Cluster API's
+// tests set up several ClusterCaches on one manager).
+var uidIndexes atomic.Int64
+
 // watchUIDs makes the manager's cache keep a.cached: an index of Object
-// named after the controller, and a delete handler.
+// of its own, and a delete handler.
 func (a *Admission) watchUIDs(mgr ctrl.Manager, name string) error {
 	ctx := context.Background() // before the manager starts, these do not wait
-	err := mgr.GetFieldIndexer().IndexField(ctx, a.Object, "clusterpool.dev/uid-"+name, a.cached.record)
+	field := fmt.Sprintf("clusterpool.dev/uid-%s-%d", name, uidIndexes.Add(1))
+	err := mgr.GetFieldIndexer().IndexField(ctx, a.Object, field, a.cached.record)
 	if err != nil {
 		return fmt.Errorf("kube: Admission %s: indexing the cache's UIDs: %w", name, err)
 	}
