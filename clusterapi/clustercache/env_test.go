@@ -69,8 +69,8 @@ func newEnvIn(t testing.TB, ns string, own bool) *testEnv {
 	if err := c.Create(context.Background(), nso); err != nil {
 		t.Fatal(err)
 	}
-	// The manager sees its namespace only: earlier tests' Clusters stay
-	// out of this test's ClusterCache.
+	// With own, the manager sees its namespace only: earlier tests'
+	// Clusters stay out of this test's ClusterCache.
 	var copts cache.Options
 	if own {
 		copts.DefaultNamespaces = map[string]cache.Config{nso.Name: {}}

@@ -11,7 +11,7 @@ import (
 // connected Cluster (the pool's Peek, and the check that the client was
 // dialed for the Cluster now in the manager's cache), with a manager
 // cache of every namespace (Cluster API's default) and of one namespace
-// (cache.Options.DefaultNamespaces: the check copies the Cluster).
+// (cache.Options.DefaultNamespaces, a cache per namespace).
 func BenchmarkGetClient(b *testing.B) {
 	for _, bc := range []struct {
 		name string

@@ -38,13 +38,7 @@ func TestGetClientRefusesARecreatedClustersOldClient(t *testing.T) {
 		}
 	})
 	e.start(t, cc)
-	released := false
-	releaseOnce := func() {
-		if !released {
-			released = true
-			close(release)
-		}
-	}
+	releaseOnce := sync.OnceFunc(func() { close(release) })
 	t.Cleanup(releaseOnce) // before the manager stops (cleanups run last first)
 	ctx := context.Background()
 	key := client.ObjectKey{Namespace: e.ns, Name: "a"}
