@@ -58,21 +58,31 @@ func (ca *CA) PEM() []byte { return append([]byte(nil), ca.pem...) }
 // serving returns a new serving certificate for 127.0.0.1 and localhost,
 // signed by ca.
 func (ca *CA) serving() (tls.Certificate, error) {
+	return ca.sign("grayproxy", nil, x509.ExtKeyUsageServerAuth)
+}
+
+// sign returns a new certificate (and key) for common name cn and
+// organizations orgs, for usage, signed by ca; a serving certificate is
+// for 127.0.0.1 and localhost.
+func (ca *CA) sign(cn string, orgs []string, usage x509.ExtKeyUsage) (tls.Certificate, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("grayproxy: serving key: %w", err)
+		return tls.Certificate{}, fmt.Errorf("grayproxy: key: %w", err)
 	}
-	tmpl, err := template("grayproxy")
+	tmpl, err := template(cn)
 	if err != nil {
 		return tls.Certificate{}, err
 	}
+	tmpl.Subject.Organization = orgs
 	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
-	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-	tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
-	tmpl.DNSNames = []string{"localhost"}
+	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{usage}
+	if usage == x509.ExtKeyUsageServerAuth {
+		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
+		tmpl.DNSNames = []string{"localhost"}
+	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, key.Public(), ca.key)
 	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("grayproxy: serving certificate: %w", err)
+		return tls.Certificate{}, fmt.Errorf("grayproxy: certificate: %w", err)
 	}
 	return tls.Certificate{Certificate: [][]byte{der, ca.cert.Raw}, PrivateKey: key}, nil
 }

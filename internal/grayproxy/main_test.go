@@ -2,11 +2,6 @@ package grayproxy
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"encoding/pem"
 	"os"
 	"testing"
 	"time"
@@ -92,33 +87,4 @@ func configMap(t *testing.T, cs kubernetes.Interface, name string) {
 	if _, err := cs.CoreV1().ConfigMaps("default").Create(ctxT(t), cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// foreignCert returns a client certificate and key (PEM) for name signed
-// by a CA the apiserver does not trust.
-func foreignCert(t *testing.T, name string) (certPEM, keyPEM []byte) {
-	t.Helper()
-	ca, err := NewCA()
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl, err := template(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl.Subject.Organization = []string{"system:masters"}
-	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, key.Public(), ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kd, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd})
 }

@@ -117,7 +117,7 @@ func TestCallersIdentityReachesTheAPIServer(t *testing.T) {
 		t.Fatalf("a token without rights: %v, want Forbidden for the service account", err)
 	}
 	stranger := rest.AnonymousClientConfig(apiserver(t))
-	stranger.CertData, stranger.KeyData = foreignCert(t, "gray:mallory")
+	stranger.CertData, stranger.KeyData = clientCert(t, mustCA(t), "gray:mallory", "system:masters")
 	_, err = through(t, p, stranger).CoreV1().Secrets("default").List(ctx, metav1.ListOptions{})
 	if !apierrors.IsUnauthorized(err) {
 		t.Fatalf("a certificate of a foreign CA: %v, want Unauthorized", err)
