@@ -80,11 +80,22 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
-// configMap creates a ConfigMap named name in default through cs.
-func configMap(t *testing.T, cs kubernetes.Interface, name string) {
+// namespace creates a namespace of its own for one run of a test.
+func namespace(t *testing.T, cs kubernetes.Interface) string {
 	t.Helper()
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}}
-	if _, err := cs.CoreV1().ConfigMaps("default").Create(ctxT(t), cm, metav1.CreateOptions{}); err != nil {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "gray-"}}
+	ns, err := cs.CoreV1().Namespaces().Create(ctxT(t), ns, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+// configMap creates a ConfigMap named name in ns through cs.
+func configMap(t *testing.T, cs kubernetes.Interface, ns, name string) {
+	t.Helper()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctxT(t), cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -21,13 +21,14 @@ func TestPassListAndWatch(t *testing.T) {
 	p := start(t)
 	cs := through(t, p, apiserver(t))
 	ctx := ctxT(t)
+	ns := namespace(t, cs)
 	for i := range 5 {
-		configMap(t, cs, fmt.Sprintf("pass-%d", i))
+		configMap(t, cs, ns, fmt.Sprintf("pass-%d", i))
 	}
 	names := map[string]bool{}
 	opts := metav1.ListOptions{Limit: 2}
 	for {
-		l, err := cs.CoreV1().ConfigMaps("default").List(ctx, opts)
+		l, err := cs.CoreV1().ConfigMaps(ns).List(ctx, opts)
 		if err != nil {
 			t.Fatalf("list: %v", err)
 		}
@@ -43,12 +44,12 @@ func TestPassListAndWatch(t *testing.T) {
 			t.Fatalf("the paginated list lacks pass-%d: %v", i, names)
 		}
 	}
-	w, err := cs.CoreV1().ConfigMaps("default").Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=pass-late"})
+	w, err := cs.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=pass-late"})
 	if err != nil {
 		t.Fatalf("watch: %v", err)
 	}
 	defer w.Stop()
-	configMap(t, cs, "pass-late")
+	configMap(t, cs, ns, "pass-late")
 	select {
 	case ev := <-w.ResultChan():
 		if cm, ok := ev.Object.(*corev1.ConfigMap); ev.Type != watch.Added || !ok || cm.Name != "pass-late" {
@@ -58,8 +59,8 @@ func TestPassListAndWatch(t *testing.T) {
 		t.Fatal("no watch event through the proxy")
 	}
 	c := p.Counts(Pass)
-	if c.Passed < 9 || c.Faulted != 0 || c.Refused != 0 || c.Slowed != 0 {
-		t.Fatalf("Pass counts %+v, want ≥ 9 passed and nothing else", c)
+	if c.Passed < 10 || c.Faulted != 0 || c.Refused != 0 || c.Slowed != 0 {
+		t.Fatalf("Pass counts %+v, want ≥ 10 passed and nothing else", c)
 	}
 	if tot := p.Total(); tot != c {
 		t.Fatalf("Total %+v, Pass %+v: no other mode ran", tot, c)
@@ -102,18 +103,19 @@ func TestCallersIdentityReachesTheAPIServer(t *testing.T) {
 		t.Fatalf("a certificate user in system:masters: %v", err)
 	}
 	admin := through(t, p, apiserver(t))
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gray"}}
-	if _, err := admin.CoreV1().ServiceAccounts("default").Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+	ns := namespace(t, admin)
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gray"}}
+	if _, err := admin.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	tr, err := admin.CoreV1().ServiceAccounts("default").CreateToken(ctx, "gray", &authnv1.TokenRequest{}, metav1.CreateOptions{})
+	tr, err := admin.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "gray", &authnv1.TokenRequest{}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	tokenUser := rest.AnonymousClientConfig(apiserver(t))
 	tokenUser.BearerToken = tr.Status.Token
 	_, err = through(t, p, tokenUser).CoreV1().Secrets("default").List(ctx, metav1.ListOptions{})
-	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `"system:serviceaccount:default:gray"`) {
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `"system:serviceaccount:`+ns+`:gray"`) {
 		t.Fatalf("a token without rights: %v, want Forbidden for the service account", err)
 	}
 	stranger := rest.AnonymousClientConfig(apiserver(t))
