@@ -29,23 +29,7 @@ func TestSwitchUnderLoad(t *testing.T) {
 		bad   = make(chan string, 8)
 	)
 	for range 8 {
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.URL()+"/api/v1/namespaces/default", nil)
-				resp, err := rt.RoundTrip(req)
-				if ctx.Err() != nil {
-					return // the answer to a request the test stopped may be lost
-				}
-				sent.Add(1)
-				if err != nil {
-					bad <- err.Error()
-					return
-				}
-				resp.Body.Close()
-				n, _ := codes.LoadOrStore(resp.StatusCode, new(atomic.Uint64))
-				n.(*atomic.Uint64).Add(1)
-			}
-		})
+		wg.Go(func() { hammer(ctx, rt, p.URL(), &sent, &codes, bad) })
 	}
 	faults := []Fault{SlowFor(5 * time.Millisecond), ErrorRate(0.4, 3), Throttle(0.5, time.Second), PassFault(), SlowBy(2), Throttle(1, time.Second)}
 	for range 3 {
@@ -78,6 +62,27 @@ func TestSwitchUnderLoad(t *testing.T) {
 	}
 	if tot := p.Total(); tot.Received() < sent.Load() || tot.Received() > sent.Load()+8 {
 		t.Fatalf("proxy received %d, clients had %d answered (+ up to 8 stopped)", tot.Received(), sent.Load())
+	}
+}
+
+// hammer gets url's default namespace over rt until ctx ends, counting
+// the answers in sent and codes by status; a request that fails goes to
+// bad and ends it.
+func hammer(ctx context.Context, rt http.RoundTripper, url string, sent *atomic.Uint64, codes *sync.Map, bad chan<- string) {
+	for ctx.Err() == nil {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/api/v1/namespaces/default", nil)
+		resp, err := rt.RoundTrip(req)
+		if ctx.Err() != nil {
+			return // the answer to a request the test stopped may be lost
+		}
+		sent.Add(1)
+		if err != nil {
+			bad <- err.Error()
+			return
+		}
+		resp.Body.Close()
+		n, _ := codes.LoadOrStore(resp.StatusCode, new(atomic.Uint64))
+		n.(*atomic.Uint64).Add(1)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
 
@@ -25,20 +26,7 @@ func TestPassListAndWatch(t *testing.T) {
 	for i := range 5 {
 		configMap(t, cs, ns, fmt.Sprintf("pass-%d", i))
 	}
-	names := map[string]bool{}
-	opts := metav1.ListOptions{Limit: 2}
-	for {
-		l, err := cs.CoreV1().ConfigMaps(ns).List(ctx, opts)
-		if err != nil {
-			t.Fatalf("list: %v", err)
-		}
-		for _, cm := range l.Items {
-			names[cm.Name] = true
-		}
-		if opts.Continue = l.Continue; opts.Continue == "" {
-			break
-		}
-	}
+	names := listAll(t, cs, ns)
 	for i := range 5 {
 		if !names[fmt.Sprintf("pass-%d", i)] {
 			t.Fatalf("the paginated list lacks pass-%d: %v", i, names)
@@ -64,6 +52,26 @@ func TestPassListAndWatch(t *testing.T) {
 	}
 	if tot := p.Total(); tot != c {
 		t.Fatalf("Total %+v, Pass %+v: no other mode ran", tot, c)
+	}
+}
+
+// listAll lists the ConfigMaps of ns two at a time and returns their
+// names.
+func listAll(t *testing.T, cs kubernetes.Interface, ns string) map[string]bool {
+	t.Helper()
+	names := map[string]bool{}
+	opts := metav1.ListOptions{Limit: 2}
+	for {
+		l, err := cs.CoreV1().ConfigMaps(ns).List(ctxT(t), opts)
+		if err != nil {
+			t.Fatalf("list: %v", err)
+		}
+		for _, cm := range l.Items {
+			names[cm.Name] = true
+		}
+		if opts.Continue = l.Continue; opts.Continue == "" {
+			return names
+		}
 	}
 }
 
