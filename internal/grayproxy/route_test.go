@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// stand-in is an apiserver stand-in that answers each request with the
+// standIn starts an apiserver stand-in that answers each request with the
 // credentials and impersonation headers it received.
 func standIn(t *testing.T) (*httptest.Server, *rest.Config) {
 	t.Helper()
