@@ -45,8 +45,8 @@ type Settings struct {
 	// Window is how far back the failure rate looks; it rolls by a tenth
 	// of itself. A window starts at a closed breaker's first failure
 	// (successes before it are not counted: a healthy breaker holds no
-	// window) and is dropped once it holds no failure. At least 10ns; zero
-	// means DefaultWindow (10s).
+	// window) and is dropped once it holds no failure. Its tenth must be at
+	// least a nanosecond; zero means DefaultWindow (10s).
 	Window time.Duration
 
 	// DisableFailureRate turns the rate rule off: only ConsecutiveFailures

@@ -91,7 +91,8 @@ type RequestOptions struct {
 	// 5xx answers are failures, other answers successes (a 404, 409 or 403
 	// is the cluster working); a 429 and a request its caller gave up on
 	// (its cancel, its own shorter deadline) are not reported
-	// (docs/requests.md).
+	// (docs/requests.md). Off, a 429's Retry-After holds nothing back
+	// either (ErrThrottled): it is client-go's alone to wait out.
 	DisablePassiveHealth bool
 	// MeterProvider receives the request metrics; nil means the otel
 	// global.

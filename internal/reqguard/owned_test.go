@@ -97,3 +97,20 @@ func TestRetryAfterHoldsBackCountedRequests(t *testing.T) {
 		}
 	})
 }
+
+// With passive health off (no Report: Cluster API's drop-in), a 429's
+// Retry-After holds nothing back: the requests are their client's alone.
+func TestRetryAfterIsTheClientsWithPassiveHealthOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := New(Settings{Cluster: "c", MaxFirstByte: 10 * time.Second})
+		g.Live()
+		_, f, _ := g.Begin(context.Background(), Counted)
+		f.Throttle(2 * time.Second)
+		f.End(nil)
+		_, f, err := g.Begin(context.Background(), Counted)
+		if err != nil {
+			t.Fatalf("within the Retry-After, passive health off: %v", err)
+		}
+		f.End(nil)
+	})
+}

@@ -30,10 +30,12 @@ const MaxRetryAfter = time.Minute
 // asking to come back after d: f's outcome is reported to no one, and
 // Counted requests that begin within d (capped at MaxRetryAfter) are
 // rejected with ErrThrottled. A d of zero or less (no Retry-After) holds
-// nothing back.
+// nothing back, nor does any with passive health off (Settings.Report nil:
+// the requests are then their client's alone, as Cluster API's drop-in
+// wants).
 func (f *Flight) Throttle(d time.Duration) {
 	f.backPressure.Store(true)
-	if d <= 0 {
+	if d <= 0 || f.g.s.Report == nil {
 		return
 	}
 	until := time.Now().Add(min(d, MaxRetryAfter))
