@@ -83,23 +83,43 @@ func (f *Flight) End(outcome error) {
 	stopped := g.stopped
 	g.mu.Unlock()
 	f.cancel(context.Canceled)
-	expired := errors.Is(f.parent.Err(), context.DeadlineExceeded)
-	if outcome == nil && expired && f.ownDeadline {
-		outcome = fmt.Errorf("kube: cluster %s: the request timeout passed before it ended: %w", g.s.Cluster, context.DeadlineExceeded)
+	if stopped || !f.reported(cause) {
+		return
 	}
-	var t *tripped
 	switch {
-	case g.s.Report == nil || !g.live.Load() || f.class == Unreported || stopped:
-	case errors.As(cause, &t), f.backPressure.Load():
-	case errors.Is(f.parent.Err(), context.Canceled), expired && !f.ownDeadline: // the caller gave up
 	case errors.Is(cause, errFirstByte):
 		g.s.Metrics.firstByteTimeout(f.parent)
 		g.s.Report(f.Err(cause))
-	case g.s.ReportRequest != nil:
-		g.s.ReportRequest(outcome)
+	case outcome == nil && errors.Is(f.parent.Err(), context.DeadlineExceeded): // the request timeout (see reported)
+		g.reportRequest(fmt.Errorf("kube: cluster %s: the request timeout passed before it ended: %w", g.s.Cluster, context.DeadlineExceeded))
 	default:
-		g.s.Report(outcome)
+		g.reportRequest(outcome)
 	}
+}
+
+// reported reports whether f's outcome, canceled with cause, is the
+// cluster's to report (see End).
+func (f *Flight) reported(cause error) bool {
+	g := f.g
+	var t *tripped
+	switch {
+	case g.s.Report == nil || !g.live.Load() || f.class == Unreported:
+		return false
+	case errors.As(cause, &t), f.backPressure.Load():
+		return false
+	case errors.Is(f.parent.Err(), context.Canceled): // the caller gave up
+		return false
+	}
+	return f.ownDeadline || !errors.Is(f.parent.Err(), context.DeadlineExceeded) // else the caller's own deadline
+}
+
+// reportRequest reports a request's outcome to be judged by rate.
+func (g *Guard) reportRequest(err error) {
+	if g.s.ReportRequest != nil {
+		g.s.ReportRequest(err)
+		return
+	}
+	g.s.Report(err)
 }
 
 // ownDeadline reports whether the deadline of ctx, a request beginning at
