@@ -74,7 +74,9 @@ func (s *grayServer) serve(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-time.After(300 * time.Millisecond):
 		case <-r.Context().Done():
-			return
+			// Abort: a 200 written after the client's cancel could reach
+			// it before the cancel does (see promises_test's /hang).
+			panic(http.ErrAbortHandler)
 		}
 	case name == "half" && (i%5 == 0 || i%5 == 1 || i%5 == 3), name == "fifth" && i%15 >= 12:
 		status = http.StatusInternalServerError
