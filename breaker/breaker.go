@@ -47,7 +47,11 @@ type Transition struct {
 // Snapshot is the state of a Breaker at one instant.
 type Snapshot struct {
 	State               State
-	ConsecutiveFailures uint32 // failures in a row while closed
+	ConsecutiveFailures uint32 // Failure outcomes in a row while closed
+	// WindowRequests and WindowFailures are the outcomes and failures in
+	// the closed breaker's rate window (zero with none: no failure since
+	// the window was last dropped).
+	WindowRequests, WindowFailures uint32
 	// Opens is the number of open periods in a row since the breaker last
 	// closed: 1 after the trip, 2 after the first failed probe, and so on.
 	Opens     uint32

@@ -391,9 +391,10 @@ func TestOpenPeriodNeverShrinksUntilClosed(t *testing.T) {
 	})
 }
 
-// gobreaker exists only while a closed breaker counts failures: a healthy
-// breaker holds none, a success that resets the count drops it, and so
-// does opening (the open and half-open states are the Breaker's).
+// gobreaker (the rate window) exists only while a closed breaker counts
+// failures: a healthy breaker holds none, a success drops it once the
+// window holds no failure, and so does opening (the open and half-open
+// states are the Breaker's).
 func TestGobreakerOnlyWhileCounting(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := mustNew(t, Settings{ConsecutiveFailures: 2, DisableJitter: true})
@@ -411,8 +412,13 @@ func TestGobreakerOnlyWhileCounting(t *testing.T) {
 			t.Fatalf("after a failure: gobreaker %v, %+v", counting(), b.Snapshot())
 		}
 		record(t, b, Success)
-		if counting() || b.Snapshot().ConsecutiveFailures != 0 {
-			t.Fatalf("after a success: gobreaker %v, %+v", counting(), b.Snapshot())
+		if s := b.Snapshot(); !counting() || s.ConsecutiveFailures != 0 || s.WindowFailures != 1 || s.WindowRequests != 2 {
+			t.Fatalf("after a success, the failure still in the window: gobreaker %v, %+v", counting(), s)
+		}
+		time.Sleep(DefaultWindow)
+		record(t, b, Success)
+		if counting() || b.Snapshot().WindowRequests != 0 {
+			t.Fatalf("after a success, the failure out of the window: gobreaker %v, %+v", counting(), b.Snapshot())
 		}
 		tr := trip(t, b)
 		if counting() {

@@ -12,22 +12,31 @@
 // gobreaker's open period is its Timeout, fixed when it is made, so the two
 // split the states, each with one owner:
 //
-//   - Closed belongs to gobreaker: it counts the consecutive failures and
-//     trips at Settings.ConsecutiveFailures (its ReadyToTrip). It is made on
-//     the first failure of a closed period and dropped on a success (which
-//     would reset the count), so a healthy breaker holds none.
-//   - Open and half-open belong to this package: when gobreaker trips (or a
-//     Trip outcome opens the breaker at once), it is dropped, and the open
-//     period, its growth and the single probe are kept here.
+//   - Closed belongs to two rules. Failures in a row: Failure outcomes
+//     (dials, probes, Report) open the breaker at
+//     Settings.ConsecutiveFailures; a success breaks the row, a RateFailure
+//     neither counts nor breaks it. Failures by rate: gobreaker's rolling
+//     counts (Settings.BucketPeriod, a tenth of Settings.Window) hold every
+//     outcome of the last Window, and its ReadyToTrip opens the breaker
+//     when failures (Failure and RateFailure) are at least
+//     Settings.FailureRate of at least Settings.MinRequests of them. The
+//     window is made on the first failure of a closed period and dropped
+//     once a success finds it holding no failure, so a healthy breaker
+//     holds none.
+//   - Open and half-open belong to this package: when either rule trips (or
+//     a Trip outcome opens the breaker at once), the window is dropped, and
+//     the open period, its growth and the single probe are kept here.
 //
 // A [Machine] is the breaker as a value whose every method takes now: the
 // functional core, for an owner that serializes access (the pool keeps one
 // per cluster under its entry's lock). Its gobreaker takes its own mutex
-// and reads time.Now(), which decides nothing (see Machine). A [Breaker] is
+// and ages its buckets by time.Now(), so now must be time.Now() (see
+// Machine; tests run on virtual time). A [Breaker] is
 // a Machine behind a mutex that reads the clock. Only this package's error
 // and ReadyToTrip reach gobreaker: no user code runs under either lock.
 //
-//	Closed --ConsecutiveFailures failures, or one Trip--> Open
+//	Closed --ConsecutiveFailures Failures in a row, FailureRate of the
+//	         window's outcomes, or one Trip--> Open
 //	Open --Allow after the open period--> HalfOpen (that Allow is the probe)
 //	HalfOpen --probe succeeds--> Closed (period reset to OpenTimeout)
 //	HalfOpen --probe fails--> Open (period doubled, capped, never shorter

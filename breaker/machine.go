@@ -9,20 +9,22 @@ import (
 // Machine is the breaker's functional core: a [Breaker]'s whole state as a
 // value, not safe for concurrent use (its owner serializes access, as the
 // pool does under its entry's lock). Its own code takes no lock and reads
-// no clock: every method takes now; the jitter is its only other input. It
-// counts the closed state's failures with a gobreaker.TwoStepCircuitBreaker
-// (made on the first failure, dropped on a success or when it trips), whose
-// calls take gobreaker's own mutex and read time.Now(). That clock decides
-// nothing: with no Interval gobreaker never resets the count by time, and
-// the Machine drops it when it trips, before its Timeout could matter. Its
-// tickets are reported with [Machine.Record] and [Machine.Discard] (their
-// own methods do nothing).
+// no clock: every method takes now; the jitter is its only other input.
+// The closed state's rate window is a gobreaker.TwoStepCircuitBreaker
+// (window.go), whose calls take gobreaker's own mutex and age its buckets
+// by time.Now(), which gobreaker reads itself: the one clock a Machine does
+// not take, so now must be time.Now() (the pool's and Breaker's is; the
+// tests run on virtual time, testing/synctest, where time.Now is the
+// bubble's clock and every run is deterministic). Its tickets are reported
+// with [Machine.Record] and [Machine.Discard] (their own methods do
+// nothing).
 type Machine struct {
 	s     Settings // defaults applied
 	state State    // as last changed (open past its period reads half-open)
-	// cb counts the closed state's failures: made on the first, dropped
-	// when the count is back to zero or the machine opens.
+	// cb is the closed state's rate window (window.go): made on the first
+	// failure, dropped when it holds none or the machine opens.
 	cb        *gobreaker.TwoStepCircuitBreaker[struct{}]
+	row       uint32        // Failure outcomes in a row while closed
 	gen       uint32        // changes of state: older tickets are stale
 	opens     uint32        // open periods in a row; 0 while closed
 	probeOut  bool          // half-open: the probe is granted and not reported
@@ -74,10 +76,10 @@ func (m *Machine) Record(t Ticket, o Outcome, now time.Time) (Transition, bool) 
 		return m.close(now), true
 	case t.probe, o == Trip:
 		return m.open(now, o == Trip), true
-	case o == Failure:
-		return m.count(now)
+	case o == Failure, o == RateFailure:
+		return m.countFailure(now, o == Failure)
 	case o == Success:
-		m.cb = nil // the count is back to zero: no gobreaker until the next failure
+		m.countSuccess()
 	}
 	return Transition{}, false
 }
@@ -111,30 +113,11 @@ func (m *Machine) Snapshot(now time.Time) Snapshot {
 	switch {
 	case s.State == StateOpen:
 		s.OpenUntil = m.openUntil
-	case s.State == StateClosed && m.cb != nil:
-		s.ConsecutiveFailures = m.cb.Counts().ConsecutiveFailures
+	case s.State == StateClosed:
+		s.ConsecutiveFailures = m.row
+		s.WindowRequests, s.WindowFailures = windowCounts(m.cb)
 	}
 	return s
-}
-
-// count feeds a failure of the closed state to gobreaker (made if there is
-// none) and opens the machine if gobreaker trips (it is dropped then).
-func (m *Machine) count(now time.Time) (Transition, bool) {
-	if m.cb == nil {
-		threshold := m.s.ConsecutiveFailures
-		m.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
-			// Runs under gobreaker's own mutex; it reads only its argument.
-			ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= threshold },
-		})
-	}
-	cb := m.cb
-	if done, err := cb.Allow(); err == nil {
-		done(errFailure)
-	}
-	if cb.State() == gobreaker.StateClosed {
-		return Transition{}, false
-	}
-	return m.open(now, false), true
 }
 
 // open opens the machine for its next period: OpenTimeout·2^(n-1) for the
@@ -148,7 +131,7 @@ func (m *Machine) open(now time.Time, trip bool) Transition {
 		base = m.s.MaxOpenTimeout
 	}
 	d := max(openPeriod(m.opens, base, m.s.MaxOpenTimeout, m.s.Jitter), m.openFor)
-	m.state, m.cb, m.probeOut, m.gen = StateOpen, nil, false, m.gen+1
+	m.state, m.cb, m.row, m.probeOut, m.gen = StateOpen, nil, 0, false, m.gen+1
 	m.openFor, m.openUntil = d, now.Add(d)
 	return Transition{From: from, To: StateOpen, OpenFor: d, At: now}
 }

@@ -17,7 +17,11 @@ import (
 //   - transitions follow only the four edges of the package doc, from the
 //     state the breaker was in;
 //   - the breaker opens after exactly ConsecutiveFailures counted failures
-//     in a row of tickets issued while closed;
+//     in a row of tickets issued while closed (RateFailure outcomes neither
+//     count nor break a row), or once the failures in the rate window
+//     (rolling by a tenth of Window, made at the first failure, dropped by
+//     a success once it holds none) are at least FailureRate of at least
+//     MinRequests outcomes;
 //   - the n-th open period in a row is base·2^(n-1) ±jitter, capped; exact at the cap;
 //     a Trip's is exactly the cap;
 //   - an open period is never shorter than the one before it until the
@@ -31,6 +35,10 @@ func TestBreakerProperties(t *testing.T) {
 			ConsecutiveFailures: uint32(rapid.IntRange(1, 4).Draw(rt, "failures")),
 			OpenTimeout:         time.Duration(rapid.IntRange(1, 5).Draw(rt, "base_s")) * time.Second,
 			Jitter:              rapid.SampledFrom([]float64{0, 0.1, 0.2, 0.5}).Draw(rt, "jitter"),
+			FailureRate:         rapid.SampledFrom([]float64{0, 0.2, 0.5, 1}).Draw(rt, "rate"),
+			MinRequests:         uint32(rapid.IntRange(0, 8).Draw(rt, "min_requests")),
+			Window:              time.Duration(rapid.IntRange(0, 20).Draw(rt, "window_s")) * time.Second,
+			DisableFailureRate:  rapid.Bool().Draw(rt, "no_rate"),
 		}
 		s.MaxOpenTimeout = s.OpenTimeout * time.Duration(rapid.IntRange(1, 20).Draw(rt, "cap_x"))
 		s.DisableJitter = s.Jitter == 0
@@ -44,6 +52,7 @@ func TestBreakerProperties(t *testing.T) {
 			"done":    m.done,
 			"discard": m.discard,
 			"trip":    m.trip,
+			"rate":    m.rateFailure,
 			"advance": func(rt *rapid.T) {
 				time.Sleep(time.Duration(rapid.Int64Range(0, int64(3*s.MaxOpenTimeout)).Draw(rt, "sleep")))
 			},
@@ -64,6 +73,7 @@ type model struct {
 	state    State
 	gen      int
 	failures uint32 // counted failures in a row while closed
+	window   *modelWindow
 	opens    uint32
 	last     time.Duration // the last open period since the breaker closed
 	until    time.Time
@@ -143,8 +153,10 @@ func (m *model) done(rt *rapid.T) {
 	case stale, err != nil && !failure:
 	case m.state == StateClosed && !failure:
 		m.failures = 0
+		m.windowAdd(false)
 	case m.state == StateClosed:
-		if m.failures++; m.failures >= m.s.ConsecutiveFailures {
+		m.failures++
+		if m.windowAdd(true) || m.failures >= m.s.ConsecutiveFailures {
 			want, wantChange = StateOpen, true
 		}
 	case m.state == StateHalfOpen && failure:
@@ -205,6 +217,85 @@ func (m *model) transition(to State) {
 	m.state = to
 	m.gen++
 	m.failures = 0
+	m.window = nil
+}
+
+// rateFailure records a RateFailure for a random outstanding ticket: it
+// counts only in the window (a Failure for a probe).
+func (m *model) rateFailure(rt *rapid.T) {
+	t, ok := m.take(rt)
+	if !ok {
+		return
+	}
+	tr, changed := t.t.Record(RateFailure)
+	var want State
+	wantChange := false
+	switch {
+	case t.gen != m.gen:
+	case m.state == StateHalfOpen:
+		want, wantChange = StateOpen, true
+	case m.state == StateClosed && m.windowAdd(true):
+		want, wantChange = StateOpen, true
+	}
+	if changed != wantChange || (changed && (tr.From != m.state || tr.To != want)) {
+		rt.Fatalf("RateFailure in %v (stale %v, window %+v): %+v changed %v; want change %v to %v",
+			m.state, t.gen != m.gen, m.window, tr, changed, wantChange, want)
+	}
+	if changed {
+		m.opened(rt, want, tr, false)
+	}
+}
+
+// modelWindow is the rate window as documented: made at the first failure
+// (its buckets age from then), rolling by a tenth of Window.
+type modelWindow struct {
+	start time.Time
+	ages  []int64 // bucket of each outcome in the window
+	fails []bool
+}
+
+// windowAdd adds an outcome of the closed state at now and reports
+// whether the rate rule trips; a success drops a window left with no
+// failure. Nothing while the rule is off.
+func (m *model) windowAdd(failed bool) bool {
+	if m.s.DisableFailureRate || (m.window == nil && !failed) {
+		return false
+	}
+	if m.window == nil {
+		m.window = &modelWindow{start: time.Now()}
+	}
+	w, bucket := m.window, m.s.Window/10
+	age := int64(time.Since(w.start) / bucket)
+	var ages []int64
+	var fails []bool
+	for i, a := range w.ages {
+		if a > age-10 {
+			ages, fails = append(ages, a), append(fails, w.fails[i])
+		}
+	}
+	w.ages, w.fails = append(ages, age), append(fails, failed)
+	n, f := m.windowCounts()
+	if !failed && f == 0 {
+		m.window = nil
+	}
+	return failed && n >= m.s.MinRequests && float64(f) >= m.s.FailureRate*float64(n)
+}
+
+// windowCounts is the window's outcomes and failures now.
+func (m *model) windowCounts() (n, f uint32) {
+	if m.window == nil {
+		return 0, 0
+	}
+	age := int64(time.Since(m.window.start) / (m.s.Window / 10))
+	for i, a := range m.window.ages {
+		if a > age-10 {
+			n++
+			if m.window.fails[i] {
+				f++
+			}
+		}
+	}
+	return n, f
 }
 
 // checkOpenFor checks the n-th open period against the documented bounds:
@@ -258,5 +349,8 @@ func (m *model) check(rt *rapid.T) {
 	}
 	if m.state == StateClosed && snap.ConsecutiveFailures != m.failures {
 		rt.Fatalf("ConsecutiveFailures %d, model %d", snap.ConsecutiveFailures, m.failures)
+	}
+	if n, f := m.windowCounts(); m.state == StateClosed && (snap.WindowRequests != n || snap.WindowFailures != f) {
+		rt.Fatalf("window %d/%d failures, model %d/%d", snap.WindowFailures, snap.WindowRequests, f, n)
 	}
 }

@@ -15,13 +15,44 @@ const (
 	DefaultOpenTimeout         = 5 * time.Second
 	DefaultMaxOpenTimeout      = 30 * time.Second
 	DefaultJitter              = 0.2
+	DefaultFailureRate         = 0.5
+	DefaultMinRequests         = 20
+	DefaultWindow              = 10 * time.Second
 )
+
+// windowBuckets is how many buckets the rate window rolls by: it forgets
+// its oldest tenth at a time.
+const windowBuckets = 10
 
 // Settings configures a [Breaker]. The zero value means the defaults.
 type Settings struct {
-	// ConsecutiveFailures is how many failures in a row, while closed, open
-	// the breaker. Zero means DefaultConsecutiveFailures (3).
+	// ConsecutiveFailures is how many Failure outcomes in a row (dials,
+	// probes, Report; RateFailure outcomes neither count nor break a row,
+	// a success breaks it), while closed, open the breaker. Zero means
+	// DefaultConsecutiveFailures (3).
 	ConsecutiveFailures uint32
+
+	// FailureRate is the share of failures (Failure and RateFailure) among
+	// the outcomes of the last Window at which a closed breaker opens, once
+	// the window holds at least MinRequests of them. In (0, 1]; zero means
+	// DefaultFailureRate (0.5).
+	FailureRate float64
+
+	// MinRequests is how many outcomes the window must hold before its
+	// failure rate is judged. Zero means DefaultMinRequests (20).
+	MinRequests uint32
+
+	// Window is how far back the failure rate looks; it rolls by a tenth
+	// of itself. A window starts at a closed breaker's first failure
+	// (successes before it are not counted: a healthy breaker holds no
+	// window) and is dropped once it holds no failure. Its tenth must be at
+	// least a nanosecond; zero means DefaultWindow (10s).
+	Window time.Duration
+
+	// DisableFailureRate turns the rate rule off: only ConsecutiveFailures
+	// and Trip open the breaker, and RateFailure outcomes count for
+	// nothing.
+	DisableFailureRate bool
 
 	// OpenTimeout is the first open period, before one probe goes through.
 	// Zero means DefaultOpenTimeout (5s).
@@ -81,10 +112,16 @@ func (s Settings) Validate() error {
 	if !(s.Jitter >= 0 && s.Jitter < 1) { // also refuses NaN
 		return invalid("Jitter", s.Jitter, "must be in [0, 1)")
 	}
+	if !(s.FailureRate >= 0 && s.FailureRate <= 1) { // also refuses NaN
+		return invalid("FailureRate", s.FailureRate, "must be in (0, 1] (0: the default)")
+	}
+	if s.Window < 0 || (s.Window > 0 && s.Window < windowBuckets) {
+		return invalid("Window", s.Window, "must be at least 10ns (0: the default)")
+	}
 	for _, f := range []struct {
 		name string
 		d    time.Duration
-	}{{"OpenTimeout", s.OpenTimeout}, {"MaxOpenTimeout", s.MaxOpenTimeout}} {
+	}{{"OpenTimeout", s.OpenTimeout}, {"MaxOpenTimeout", s.MaxOpenTimeout}, {"Window", s.Window}} {
 		if f.d > MaxDuration {
 			return invalid(f.name, f.d, fmt.Sprintf("must not exceed %v", MaxDuration))
 		}
@@ -108,6 +145,9 @@ func (s Settings) withDefaults() Settings {
 		s.MaxOpenTimeout = max(DefaultMaxOpenTimeout, s.OpenTimeout)
 	}
 	opt.Default(&s.Jitter, DefaultJitter)
+	opt.Default(&s.FailureRate, DefaultFailureRate)
+	opt.Default(&s.MinRequests, DefaultMinRequests)
+	opt.Default(&s.Window, DefaultWindow)
 	if s.DisableJitter {
 		s.Jitter = 0
 	}

@@ -7,9 +7,12 @@ type Outcome int8
 
 // The outcomes.
 const (
-	// Success resets the failure count (and closes a half-open breaker).
+	// Success breaks a row of failures, counts in the rate window (and
+	// closes a half-open breaker).
 	Success Outcome = iota
-	// Failure counts toward opening (and re-opens a half-open breaker).
+	// Failure counts toward opening, in a row (ConsecutiveFailures) and
+	// by rate (FailureRate), and re-opens a half-open breaker: a dial's,
+	// a probe's, Report's.
 	Failure
 	// Ignored counts as neither, except for the half-open probe, which
 	// must end in a decision: an ignored probe outcome is a Failure.
@@ -19,6 +22,11 @@ const (
 	// for MaxOpenTimeout, and periods stay there until it closes. With
 	// Settings.DisableTrip it is a plain Failure.
 	Trip
+	// RateFailure is a failure judged only by rate (FailureRate over
+	// Window): one request's answer of a cluster that may answer others
+	// (a 5xx, a transport error), which neither counts toward nor breaks a
+	// row of Failures. For a half-open probe it is a Failure.
+	RateFailure
 )
 
 // Ticket is permission for one request, returned by [Breaker.Allow]. Report

@@ -72,21 +72,29 @@ func send(t *testing.T, c *Cluster, path string) error {
 	return nil
 }
 
-// 5xx and 429 answers and transport errors are failures; 4xx answers are
-// the cluster working; nothing is reported after Stop.
+// 5xx answers and transport errors are failures; 4xx answers are the
+// cluster working; a 429 (back-pressure) is not reported; nothing is
+// reported after Stop.
 func TestPassiveHealthVerdicts(t *testing.T) {
 	srv := statusServer(t)
 	c, fp := dialFake(t, srv, RequestOptions{})
 	for _, tc := range []struct {
 		code    int
 		failure bool
-	}{{200, false}, {404, false}, {409, false}, {403, false}, {500, true}, {503, true}, {429, true}} {
+	}{{200, false}, {404, false}, {409, false}, {403, false}, {500, true}, {503, true}, {429, false}} {
+		n := len(fp.reportsOf(c.Key))
 		if err := send(t, c, "/status/"+strconv.Itoa(tc.code)); err != nil {
 			t.Fatal(err)
 		}
 		got := fp.reportsOf(c.Key)
-		if len(got) == 0 {
-			t.Fatalf("HTTP %d: nothing reported", tc.code)
+		if tc.code == http.StatusTooManyRequests {
+			if len(got) != n {
+				t.Errorf("HTTP 429 reported %v", got[n:])
+			}
+			continue
+		}
+		if len(got) != n+1 {
+			t.Fatalf("HTTP %d: %d reports, want one", tc.code, len(got)-n)
 		}
 		if last := got[len(got)-1]; (last != nil) != tc.failure {
 			t.Errorf("HTTP %d reported %v; failure=%v wanted", tc.code, last, tc.failure)

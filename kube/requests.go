@@ -41,6 +41,13 @@ var (
 	// closed; get a new client from the pool. A Cluster stopped because its
 	// breaker opened answers pool.ErrCircuitOpen instead.
 	ErrClusterStopped = reqguard.ErrClusterStopped
+	// ErrThrottled: the cluster answered a request with 429 Too Many
+	// Requests and a Retry-After (API Priority and Fairness does, when the
+	// apiserver is overloaded) that has not passed; the request was not
+	// sent. pool.RetryAfter gives the rest of the server's Retry-After
+	// (at most a minute). Back-pressure is not a failure: it never counts
+	// toward opening the breaker.
+	ErrThrottled = reqguard.ErrThrottled
 )
 
 // RequestOptions configures the protection of the requests sent on an
@@ -80,8 +87,12 @@ type RequestOptions struct {
 	DisableFirstByte bool
 	// DisablePassiveHealth stops reporting outcomes to the breaker (only
 	// dials, the Prober and pool.Report then feed it). Otherwise transport
-	// errors, timeouts and 5xx and 429 answers are failures, other answers
-	// successes (a 404, 409 or 403 is the cluster working).
+	// errors, the guard's own deadlines (first byte, RequestTimeout) and
+	// 5xx answers are failures, other answers successes (a 404, 409 or 403
+	// is the cluster working); a 429 and a request its caller gave up on
+	// (its cancel, its own shorter deadline) are not reported
+	// (docs/requests.md). Off, a 429's Retry-After holds nothing back
+	// either (ErrThrottled): it is client-go's alone to wait out.
 	DisablePassiveHealth bool
 	// MeterProvider receives the request metrics; nil means the otel
 	// global.
@@ -115,8 +126,23 @@ func (o *RequestOptions) guardSettings(key client.ObjectKey, requestTimeout time
 				p.Report(key, err)
 			}
 		}
+		s.ReportRequest = func(err error) {
+			switch p := h.get().(type) {
+			case requestReporter:
+				p.ReportRequest(key, err)
+			case nil:
+			default:
+				p.Report(key, err)
+			}
+		}
 	}
 	return s
+}
+
+// requestReporter is a ClusterPool that judges requests' outcomes by rate
+// (pool.Pool.ReportRequest); one without it gets them as Reports.
+type requestReporter interface {
+	ReportRequest(key client.ObjectKey, err error)
 }
 
 // stoppedError is the error of a request on a stopped Cluster (see

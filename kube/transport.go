@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/clusterpool/clusterpool/internal/reqguard"
 )
@@ -43,8 +45,22 @@ func (t *guardedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	if resp.StatusCode == http.StatusOK && isReadyz(req) {
 		t.g.SetProbe(readyzProbe(t.next, req))
 	}
+	if resp.StatusCode == http.StatusTooManyRequests {
+		f.Throttle(retryAfter(resp))
+	}
 	resp.Body = &guardedBody{ReadCloser: resp.Body, f: f, verdict: verdict(resp)}
 	return resp, nil
+}
+
+// retryAfter is an answer's Retry-After in seconds, as client-go reads it
+// (an integer; an HTTP date is not honoured, by client-go either); 0 if
+// absent or invalid.
+func retryAfter(resp *http.Response) time.Duration {
+	n, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return time.Duration(min(n, int(reqguard.MaxRetryAfter/time.Second))) * time.Second
 }
 
 // isReadyz reports whether req is a health probe's GET of /readyz.
@@ -78,10 +94,11 @@ func readyzProbe(next http.RoundTripper, req *http.Request) func(context.Context
 // transport below.
 func (t *guardedTransport) WrappedRoundTripper() http.RoundTripper { return t.next }
 
-// verdict is an answer's outcome for the breaker: 5xx and 429 are failures
-// of the cluster; every other status, 4xx included, is the cluster working.
+// verdict is an answer's outcome for the breaker: 5xx are failures of the
+// cluster; every other status, 4xx included, is the cluster working, but a
+// 429 (back-pressure) is not reported at all (Flight.Throttle).
 func verdict(resp *http.Response) error {
-	if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
+	if resp.StatusCode >= 500 {
 		return fmt.Errorf("kube: cluster answered HTTP %d", resp.StatusCode)
 	}
 	return nil

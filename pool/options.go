@@ -71,8 +71,8 @@ type Options[K comparable, C any] struct {
 	MaxSlowDials int64
 
 	// Breaker configures each cluster's circuit breaker (breaker.Settings:
-	// 3 failures, 5s open, 30s cap). A panic in IsFailure counts the error
-	// as a failure.
+	// 3 failures in a row or 50 % of at least 20 outcomes within 10s, 5s
+	// open, 30s cap). A panic in IsFailure counts the error as a failure.
 	Breaker breaker.Settings
 
 	// ForKey, if set, gives per-cluster overrides (a known-slow edge

@@ -223,13 +223,36 @@ func (p *Pool[K, C]) stepHeld(key K, kind inputKind) {
 }
 
 // Report feeds the outcome of using key's client (nil: success) into its
-// breaker, classified by Breaker.IsFailure before any lock; when it opens,
-// the client goes to OnClose. Nothing for a key the pool does not hold or
-// while the breaker is not closed.
+// breaker, classified by Breaker.IsFailure before any lock: a failure
+// counts in a row (Breaker.ConsecutiveFailures, as a dial's) and by rate
+// (Breaker.FailureRate); when the breaker opens, the client goes to
+// OnClose. For a signal that the cluster as a whole is down (a failed
+// health probe); one request's answer is ReportRequest's. Nothing for a
+// key the pool does not hold or while the breaker is not closed.
 func (p *Pool[K, C]) Report(key K, err error) {
+	p.report(key, err, false)
+}
+
+// ReportRequest is Report for the outcome of one request on key's client,
+// judged by rate only: a failure counts toward Breaker.FailureRate over
+// Breaker.Window (breaker.RateFailure), neither toward nor against
+// Breaker.ConsecutiveFailures; a success breaks a row. A cluster that
+// fails some of its answers (one of three apiservers down behind its load
+// balancer, a 5xx now and then) is judged by their share, not by three
+// that happen to come in a row.
+func (p *Pool[K, C]) ReportRequest(key K, err error) {
+	p.report(key, err, true)
+}
+
+// report is Report, and ReportRequest if byRate.
+func (p *Pool[K, C]) report(key K, err error, byRate bool) {
 	if v, ok := p.entries.Load(key); ok && !p.closed.Load() {
 		e := v.(*entry[K, C])
-		p.step(e, input[K, C]{kind: inReport, o: p.classify(e.set, err)})
+		o := p.classify(e.set, err)
+		if byRate && o == breaker.Failure {
+			o = breaker.RateFailure
+		}
+		p.step(e, input[K, C]{kind: inReport, o: o})
 	}
 }
 

@@ -21,7 +21,7 @@ func (l *probeLog) record(o breaker.Outcome, at time.Time) {
 	switch o {
 	case breaker.Success:
 		l.last, l.lastOK, l.failures = at.UnixNano(), at.UnixNano(), 0
-	case breaker.Failure, breaker.Trip:
+	case breaker.Failure, breaker.RateFailure, breaker.Trip:
 		l.last = at.UnixNano()
 		l.failures++
 	}

@@ -141,7 +141,7 @@ type getRecord struct {
 var propKeys = []string{"a", "b", "c"}
 
 // Random sequences of Get (with no deadline, a deadline, or a canceled
-// context), Report (also right after Remove), Remove, Probe, Connect,
+// context), Report and ReportRequest (also right after Remove), Remove, Probe, Connect,
 // Redial, Close and time advance, over a dialer whose dials succeed, fail, hang, panic, are slow,
 // fail with an error the classifier ignores or panics on, return (nil,
 // nil), or ignore their context; OnClose panics for every other client.
@@ -263,12 +263,17 @@ func TestPoolProperties(t *testing.T) {
 				p.Report(rapid.SampledFrom(propKeys).Draw(rt, "key"),
 					rapid.SampledFrom([]error{nil, errRefused, context.Canceled, errIgnored, errClassPanic}).Draw(rt, "err"))
 			},
+			"report-request": func(rt *rapid.T) {
+				p.ReportRequest(rapid.SampledFrom(propKeys).Draw(rt, "key"),
+					rapid.SampledFrom([]error{nil, errRefused, context.Canceled, errIgnored, errClassPanic}).Draw(rt, "err"))
+			},
 			"remove": func(rt *rapid.T) { p.Remove(rapid.SampledFrom(propKeys).Draw(rt, "key")) },
 			"remove-report": func(rt *rapid.T) {
 				k := rapid.SampledFrom(propKeys).Draw(rt, "key")
 				p.Remove(k)
 				for range opts.Breaker.ConsecutiveFailures {
 					p.Report(k, errRefused)
+					p.ReportRequest(k, errRefused)
 				}
 				if st := p.State(k); st.Known && (st.Breaker != breaker.StateClosed || st.ConsecutiveFailures != 0) {
 					rt.Fatalf("Report after Remove(%s) changed its state: %+v", k, st)

@@ -13,9 +13,12 @@ type ClusterState struct {
 	Connected           bool          // a client is cached
 	Dialing             bool          // a dial (or the half-open probe) is in flight
 	Breaker             breaker.State // the breaker's state
-	ConsecutiveFailures uint32        // failures in a row while closed
-	Opens               uint32        // open periods in a row (0 while closed)
-	NextProbe           time.Time     // when the pool will probe; zero unless open
+	ConsecutiveFailures uint32        // failures in a row while closed (not ReportRequest's)
+	// WindowRequests and WindowFailures are the outcomes and failures in
+	// the closed breaker's rate window (breaker.Snapshot).
+	WindowRequests, WindowFailures uint32
+	Opens                          uint32    // open periods in a row (0 while closed)
+	NextProbe                      time.Time // when the pool will probe; zero unless open
 	// LastProbe is when the pool last learned whether the cluster works (a
 	// dial ended, or Report fed an outcome, as ClusterCache counts connect
 	// attempts and health checks); zero until then.
@@ -46,6 +49,8 @@ func (p *Pool[K, C]) State(key K) ClusterState {
 		Dialing:             e.ls.call != nil,
 		Breaker:             s.State,
 		ConsecutiveFailures: s.ConsecutiveFailures,
+		WindowRequests:      s.WindowRequests,
+		WindowFailures:      s.WindowFailures,
 		Opens:               s.Opens,
 		NextProbe:           s.OpenUntil,
 		LastProbe:           unixTime(e.ls.probes.last),

@@ -87,7 +87,7 @@ func (e *entry[K, C]) record(t breaker.Ticket, o breaker.Outcome, now time.Time)
 	switch {
 	case t.Granted() && e.ls.brk != nil:
 		return e.ls.brk.Record(t, o, now)
-	case e.ls.brk == nil && o != breaker.Failure && o != breaker.Trip:
+	case e.ls.brk == nil && o != breaker.Failure && o != breaker.RateFailure && o != breaker.Trip:
 		return breaker.Transition{}, false // nothing to count
 	case e.ls.brk == nil:
 		brk, err := breaker.NewMachine(e.set.breaker)

@@ -20,6 +20,10 @@ type Flight struct {
 	start  time.Time
 	timer  *time.Timer // the first-byte deadline's; nil if none
 	ended  atomic.Bool
+	// ownDeadline: parent's deadline is the request timeout's, not the
+	// caller's (see Guard.ownDeadline).
+	ownDeadline  bool
+	backPressure atomic.Bool // the cluster answered 429 (Throttle)
 
 	// Guarded by the Guard's lock.
 	deadline time.Duration // first-byte deadline; 0 if none
@@ -51,14 +55,17 @@ func (f *Flight) Err(err error) error {
 
 // End ends the flight with outcome, the error the caller sees or the
 // verdict on the answer (nil for a success): it releases the slot and
-// reports the outcome to the breaker, unless the guard is not live, the
-// class is Unreported, the flight was canceled by Stop, or the caller
-// canceled it (a caller's deadline counts: the cluster did not answer in
-// time). A success that ends after the caller's deadline passed is
-// reported as that deadline's failure: Go's HTTP client, whose Timeout is
-// a deadline on the request's context, can end a chunked body cleanly
-// when it fires mid-body, and the cluster did not answer in time. Later
-// calls do nothing.
+// reports the outcome to the breaker. Only the cluster's own failures
+// count: nothing is reported when the guard is not live, the class is
+// Unreported, the flight was canceled by Stop, the cluster answered with
+// back-pressure (Throttle), or the caller gave up: its cancel, or its own
+// deadline (one shorter than the request timeout, see Guard.ownDeadline).
+// A first-byte timeout goes to Report (it counts in a row); every other
+// outcome to ReportRequest (judged by rate). A success that ends after the
+// request timeout passed is reported as that timeout's failure: Go's HTTP
+// client, whose Timeout is a deadline on the request's context, can end a
+// chunked body cleanly when it fires mid-body, and the cluster did not
+// answer in time. Later calls do nothing.
 func (f *Flight) End(outcome error) {
 	if !f.ended.CompareAndSwap(false, true) {
 		return
@@ -76,18 +83,55 @@ func (f *Flight) End(outcome error) {
 	stopped := g.stopped
 	g.mu.Unlock()
 	f.cancel(context.Canceled)
-	if outcome == nil && errors.Is(f.parent.Err(), context.DeadlineExceeded) {
-		outcome = fmt.Errorf("kube: cluster %s: the request's deadline passed before it ended: %w", g.s.Cluster, context.DeadlineExceeded)
+	if stopped || !f.reported(cause) {
+		return
 	}
-	var t *tripped
 	switch {
-	case g.s.Report == nil || !g.live.Load() || f.class == Unreported || stopped:
-	case errors.As(cause, &t):
-	case errors.Is(f.parent.Err(), context.Canceled):
 	case errors.Is(cause, errFirstByte):
 		g.s.Metrics.firstByteTimeout(f.parent)
 		g.s.Report(f.Err(cause))
+	case outcome == nil && errors.Is(f.parent.Err(), context.DeadlineExceeded): // the request timeout (see reported)
+		g.reportRequest(fmt.Errorf("kube: cluster %s: the request timeout passed before it ended: %w", g.s.Cluster, context.DeadlineExceeded))
 	default:
-		g.s.Report(outcome)
+		g.reportRequest(outcome)
 	}
+}
+
+// reported reports whether f's outcome, canceled with cause, is the
+// cluster's to report (see End).
+func (f *Flight) reported(cause error) bool {
+	g := f.g
+	var t *tripped
+	switch {
+	case g.s.Report == nil || !g.live.Load() || f.class == Unreported:
+		return false
+	case errors.As(cause, &t), f.backPressure.Load():
+		return false
+	case errors.Is(f.parent.Err(), context.Canceled): // the caller gave up
+		return false
+	}
+	return f.ownDeadline || !errors.Is(f.parent.Err(), context.DeadlineExceeded) // else the caller's own deadline
+}
+
+// reportRequest reports a request's outcome to be judged by rate.
+func (g *Guard) reportRequest(err error) {
+	if g.s.ReportRequest != nil {
+		g.s.ReportRequest(err)
+		return
+	}
+	g.s.Report(err)
+}
+
+// ownDeadline reports whether the deadline of ctx, a request beginning at
+// now, is the request timeout's rather than its caller's: it leaves the
+// request at least half of MaxFirstByte (kube's RequestTimeout, which
+// client-go sets on the request's context just before sending it, and
+// whose remainder bounds client-go's retries after a Retry-After). The
+// expiry of a shorter deadline is the caller giving up, not the cluster
+// failing: a caller that gives up after 50 ms on a cluster answering in
+// 300 ms says nothing of the cluster. With no MaxFirstByte every deadline
+// is the caller's.
+func (g *Guard) ownDeadline(ctx context.Context, now time.Time) bool {
+	dl, ok := ctx.Deadline()
+	return ok && g.s.MaxFirstByte > 0 && dl.Sub(now) >= g.s.MaxFirstByte/2
 }

@@ -74,9 +74,14 @@ type Settings struct {
 	// headers came, or if it has no first-byte deadline (kube's
 	// RequestTimeout, which bounds a whole request).
 	MinFirstByte, MaxFirstByte time.Duration
-	// Report receives every outcome once Live was called (nil for a
-	// success); nil disables passive health.
+	// Report receives the outcomes that count in a row once Live was
+	// called: the first-byte timeouts (a cluster that showed no sign of
+	// life for a whole deadline); nil disables passive health.
 	Report func(error)
+	// ReportRequest receives every other reported outcome (nil for a
+	// success): answers, transport errors, the request timeout, judged by
+	// the breaker by rate (pool.Pool.ReportRequest). nil means Report.
+	ReportRequest func(error)
 	// Stopped returns the error of requests rejected or canceled after
 	// Stop, e.g. a *pool.Error of kind pool.ErrCircuitOpen with the next
 	// probe as RetryAt (see StoppedError). It is called without the Guard's
@@ -111,6 +116,9 @@ type Guard struct {
 	probeSent   time.Time
 	probing     bool
 	probeCancel context.CancelFunc
+	// throttledUntil is when the last Retry-After of a 429 ends (see
+	// throttle.go).
+	throttledUntil time.Time
 }
 
 // New returns a Guard with settings s.
@@ -153,7 +161,8 @@ func (g *Guard) firstByteLocked() time.Duration {
 // Begin admits a request of class c sent under ctx. It returns the context
 // to send it with (canceled on Stop, and at the first-byte deadline) and
 // the flight, whose End must be called exactly once; or a rejection: the
-// Stopped error, or ErrBulkheadFull. A rejection is counted and added as an
+// Stopped error, ErrThrottled (Counted requests within a Retry-After), or
+// ErrBulkheadFull. A rejection is counted and added as an
 // event to ctx's span.
 func (g *Guard) Begin(ctx context.Context, c Class) (context.Context, *Flight, error) {
 	g.mu.Lock()
@@ -164,6 +173,13 @@ func (g *Guard) Begin(ctx context.Context, c Class) (context.Context, *Flight, e
 		return nil, nil, err
 	}
 	now := time.Now()
+	if c.counted() {
+		if err := g.throttledLocked(now); err != nil {
+			g.mu.Unlock()
+			g.s.Metrics.rejected(ctx, g.s.Cluster, err)
+			return nil, nil, err
+		}
+	}
 	if c.counted() && g.s.MaxInFlight > 0 && g.counted >= g.s.MaxInFlight && !g.responsiveLocked(now) {
 		at := g.slotFreeLocked(now)
 		g.mu.Unlock()
@@ -172,7 +188,7 @@ func (g *Guard) Begin(ctx context.Context, c Class) (context.Context, *Flight, e
 		return nil, nil, err
 	}
 	fctx, cancel := context.WithCancelCause(ctx)
-	f := &Flight{g: g, class: c, parent: ctx, ctx: fctx, cancel: cancel, start: now}
+	f := &Flight{g: g, class: c, parent: ctx, ctx: fctx, cancel: cancel, start: now, ownDeadline: g.ownDeadline(ctx, now)}
 	g.flights[f] = struct{}{}
 	if c.counted() {
 		g.counted++

@@ -17,6 +17,7 @@ const (
 	ReasonCircuitOpen  = "circuit_open"
 	ReasonBulkheadFull = "bulkhead_full"
 	ReasonStopped      = "stopped"
+	ReasonThrottled    = "throttled"
 )
 
 // Metrics are the guards' instruments, shared by every cluster of a dialer.
@@ -30,7 +31,7 @@ type Metrics struct {
 
 // NewMetrics creates the instruments on mp (the otel global if nil):
 // clusterpool.request.rejected (attribute clusterpool.reason: circuit_open,
-// bulkhead_full, stopped), clusterpool.request.canceled (in flight when the
+// bulkhead_full, throttled, stopped), clusterpool.request.canceled (in flight when the
 // client was stopped) and clusterpool.request.first_byte_timeouts.
 func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	if mp == nil {
@@ -61,6 +62,8 @@ func reasonOf(err error) string {
 		return ReasonCircuitOpen
 	case errors.Is(err, ErrBulkheadFull):
 		return ReasonBulkheadFull
+	case errors.Is(err, ErrThrottled):
+		return ReasonThrottled
 	}
 	return ReasonStopped
 }
