@@ -157,31 +157,44 @@ func (a *Admission) Reconcile(ctx context.Context, req reconcile.Request) (recon
 	return reconcile.Result{}, nil
 }
 
-// refuse forgets key, then removes it from the pool: from then on callers
+// refuse forgets key, then acts on decide's answer: from then on callers
 // that check Admitted do not ask for it.
 func (a *Admission) refuse(key client.ObjectKey) {
 	a.mu.Lock()
 	delete(a.admitted, key)
 	a.mu.Unlock()
-	a.Pool.Remove(key)
+	a.act(key, view{in: inObject})
 }
 
-// admit remembers key with uid and, with Connect, asks the pool to connect
-// it: a dial starts if nothing is connected, dialing or backing off. If
-// another UID was admitted under key, the pool's cluster is that object's:
-// it is removed first.
+// admit remembers key with uid, then acts on decide's answer: with
+// Connect, a dial starts if nothing is connected, dialing or backing off.
+// If another UID was admitted under key, the pool's cluster is that
+// object's: it is removed first.
 func (a *Admission) admit(key client.ObjectKey, uid types.UID) {
 	a.mu.Lock()
 	if a.admitted == nil {
 		a.admitted = map[client.ObjectKey]types.UID{}
 	}
-	prev, known := a.admitted[key]
+	prev := a.admitted[key]
 	a.admitted[key] = uid
 	a.mu.Unlock()
-	if known && prev != uid {
+	a.act(key, view{in: inObject, present: true, uid: uid, admitted: prev, connect: a.Connect})
+}
+
+// act carries out decide's answer for v, the view of key's object; a
+// removal of another incarnation is followed by the decision about the new
+// one, which the record now holds.
+func (a *Admission) act(key client.ObjectKey, v view) {
+	act, _ := decide(v)
+	if act == actRemove {
 		a.Pool.Remove(key)
+		if !v.present {
+			return
+		}
+		v.admitted = v.uid
+		act, _ = decide(v)
 	}
-	if a.Connect {
+	if act == actConnect {
 		a.Pool.Connect(key)
 	}
 }

@@ -53,7 +53,7 @@ type secretParser interface {
 // only the credentials changed (rotationInPlace), or reports that nothing
 // changed, that the caller must re-dial, or that the new content was
 // refused (the error matches ErrCredentialsRefused and quotes no value);
-// see decide. It never blocks on a lock while the source runs.
+// see judgeConfig. It never blocks on a lock while the source runs.
 func (c *Cluster) refreshCredentials(ctx context.Context, s *corev1.Secret) (rotation, error) {
 	if c.src == nil {
 		return rotationRedial, nil
@@ -69,16 +69,16 @@ func (c *Cluster) refreshCredentials(ctx context.Context, s *corev1.Secret) (rot
 	if c.rot != nil {
 		return c.rot.consider(cfg, rev, err)
 	}
-	return decide(c.revision, nil, cfg, rev, err)
+	return judgeConfig(c.revision, nil, cfg, rev, err)
 }
 
-// decide is the one place that says what a config read from a cluster's
+// judgeConfig is the one place that says what a config read from a cluster's
 // ConfigSource (cfg at rev, or err) means for the cluster, which uses
 // revision cur and was dialed with base (nil if its config cannot rotate
 // in place): refused (err), nothing (rev is empty or cur), a re-dial
 // (anything but the credentials changed, or either config is not
 // rotatable), or an in-place rotation, which the caller applies.
-func decide(cur string, base *withoutCredentials, cfg *rest.Config, rev string, err error) (rotation, error) {
+func judgeConfig(cur string, base *withoutCredentials, cfg *rest.Config, rev string, err error) (rotation, error) {
 	switch {
 	case err != nil:
 		return rotationRefused, fmt.Errorf("%w: %w", ErrCredentialsRefused, err)

@@ -77,23 +77,6 @@ func (lv *liveness) saw() { lv.read.Store(int64(lv.since())) }
 // reader, under no lock of ours: it must not block.
 func (lv *liveness) onLost(f func()) { lv.lost.Store(&f) }
 
-// wait returns how long a Prober of this Interval may wait before it sends
-// GET /readyz: until the evidence is 5/2 interval old, or the last /readyz
-// readyzEvery old (zero if either is; the dial counts as the first, less
-// its phase); a suspect cluster's, until a failed probe's start plus
-// interval (a lost connection does not hurry it).
-func (lv *liveness) wait(interval, readyzEvery time.Duration) time.Duration {
-	if lv.suspect.Load() {
-		return max(time.Duration(lv.retry.Load())-lv.since(), 0)
-	}
-	last := time.Duration(lv.readyz.Load())
-	if last == 0 { // the dial's
-		last -= time.Duration(lv.phase * float64(readyzEvery))
-	}
-	at := min(time.Duration(lv.read.Load())+interval*5/2, last+readyzEvery)
-	return max(at-lv.since(), 0)
-}
-
 // dial returns dial with its connections recording their reads in lv.
 func (lv *liveness) dial(dial connrotation.DialFunc) connrotation.DialFunc {
 	return func(ctx context.Context, network, address string) (net.Conn, error) {

@@ -54,11 +54,14 @@ type ProberOptions struct {
 // The wire stands in for most probes (docs/health.md): a Dialer's cluster
 // records when its connections last read bytes, the acks of the HTTP/2
 // PINGs an idle one gets every 20s included. GET /readyz goes when that
-// evidence is 5/2 Interval (I) old, every ReadyzInterval (the first after
-// a dial sooner by a random phase of up to half of it), every I while
-// the cluster is suspect (its last probe failed or it lost a connection),
-// and at once when a connection ends by a read error kube did not cause.
-// Other ticks send and report nothing. Other Clusters are probed every I.
+// evidence is 5/2 Interval (I) old (a GET /readyz's answer is a read too,
+// so a wire that only the probes read gets one every 5/2 I), every
+// ReadyzInterval (the first after a dial sooner by a random phase of up to
+// half of it), every I while the cluster is suspect (its last probe failed
+// or it lost a connection), and at once when a connection ends by a read
+// error kube did not cause. Other ticks send and report nothing. Other
+// Clusters are probed every I. decide (decideTick, decideProbed) makes
+// each of these choices.
 //
 // Worst case, with T = Timeout: a cluster that stops answering at t0 is
 // evicted by t0 + 3/2 I + N(I + T), a killed one by t0 + (N-1)I plus N
@@ -150,18 +153,19 @@ func (pr *Prober) work(ctx context.Context, q workqueue.TypedDelayingInterface[c
 
 // probe checks key's current client unless its wire answered (see
 // Prober), reports the outcome to the pool, and schedules the next tick
-// while the cluster stays connected.
+// while the cluster stays connected: decide says which, from the
+// cluster's schedule.
 func (pr *Prober) probe(ctx context.Context, key client.ObjectKey, q workqueue.TypedDelayingInterface[client.ObjectKey]) {
 	c, ok := pr.pool.Peek(key)
 	if !ok || ctx.Err() != nil {
 		return // disconnected: its next Connected event schedules it again
 	}
 	lv := livenessOf(c)
+	if act, wait := decide(view{in: inTick, connected: true, probe: pr.schedule(lv)}); act != actProbe {
+		q.AddAfter(key, wait) // nothing to report: the failure count stays
+		return
+	}
 	if lv != nil {
-		if wait := lv.wait(pr.opts.Interval, pr.opts.ReadyzInterval); wait > 0 {
-			q.AddAfter(key, wait) // nothing to report: the failure count stays
-			return
-		}
 		lv.readyz.Store(int64(lv.since()))
 		lv.suspect.Store(false) // unless this probe fails, or a connection is lost meanwhile
 	}
@@ -178,18 +182,29 @@ func (pr *Prober) probe(ctx context.Context, key client.ObjectKey, q workqueue.T
 		}
 		pr.opts.Logger.V(1).Info("probe failed", "cluster", key.String(), "error", err.Error())
 	}
-	if apierrors.IsUnauthorized(err) {
-		pr.pool.Redial(key) // a new dial reads the credentials afresh
+	act, next := decide(view{in: inProbed, connected: true, probe: pr.schedule(lv), err: err,
+		unauthorized: apierrors.IsUnauthorized(err)})
+	if act == actRedial {
+		pr.pool.Redial(key) // a new dial reads the credentials afresh; its Connected event schedules it
 		return
 	}
 	pr.pool.Report(key, err)
 	if _, ok := pr.pool.Peek(key); ok {
-		next := pr.opts.Interval // a quiet wire (a config's own Transport): one per Interval
-		if lv != nil {
-			next = max(next, lv.wait(pr.opts.Interval, pr.opts.ReadyzInterval))
-		}
 		q.AddAfter(key, next)
 	}
+}
+
+// schedule is lv's probe schedule now, under pr's options (nil: a cluster
+// whose wire is no evidence).
+func (pr *Prober) schedule(lv *liveness) schedule {
+	s := schedule{interval: pr.opts.Interval, readyzEvery: pr.opts.ReadyzInterval}
+	if lv == nil {
+		return s
+	}
+	s.wired, s.now, s.phase = true, lv.since(), lv.phase
+	s.read, s.readyz = time.Duration(lv.read.Load()), time.Duration(lv.readyz.Load())
+	s.retry, s.suspect = time.Duration(lv.retry.Load()), lv.suspect.Load()
+	return s
 }
 
 // isNilPool reports whether p is nil, or a nil *pool.Pool in an interface.

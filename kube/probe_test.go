@@ -128,6 +128,9 @@ type fakeAPIServer struct {
 	mu     sync.Mutex
 	mode   string // "ok", "503", "hang" (until the probe's timeout) or "refused"
 	starts []time.Duration
+	// wire, when set, records each answer as a read, as a Dialer's
+	// connection does.
+	wire *liveness
 }
 
 func (s *fakeAPIServer) set(mode string) {
@@ -155,6 +158,11 @@ func (s *fakeAPIServer) RoundTrip(req *http.Request) (*http.Response, error) {
 	case "refused":
 		return nil, syscall.ECONNREFUSED
 	}
+	s.mu.Lock()
+	if s.wire != nil {
+		s.wire.saw()
+	}
+	s.mu.Unlock()
 	code := http.StatusOK
 	if mode == "503" {
 		code = http.StatusServiceUnavailable
@@ -306,6 +314,23 @@ func TestProberProbesWhenTheWireIsQuiet(t *testing.T) {
 		at(srv.origin, 80*time.Second)
 		if got, want := srv.requests(), seconds(57, 67, 77); !slices.Equal(got, want) {
 			t.Errorf("readyz at %v, want %v (last read at 32s)", got, want)
+		}
+	})
+}
+
+// A probe's answer is a read (docs/health.md): a wire that only the
+// probes read is probed 5/2 Interval after each answer, not every
+// Interval.
+func TestProberQuietWireReadOnlyByItsProbes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, srv, lv := wiredProber(t, 0)
+		srv.mu.Lock()
+		srv.wire = lv
+		srv.mu.Unlock()
+		feed(t, lv, srv.origin, 4*time.Second, 32*time.Second)
+		at(srv.origin, 120*time.Second)
+		if got, want := srv.requests(), seconds(57, 82, 107); !slices.Equal(got, want) {
+			t.Errorf("readyz at %v, want %v (last read at 32s, then only the probes' answers)", got, want)
 		}
 	})
 }

@@ -243,10 +243,10 @@ func (r *rotator) refresh(ctx context.Context) (rotation, error) {
 	return r.consider(r.src.Config(ctx, r.key))
 }
 
-// consider acts on a config read from the source: decide, then apply an
+// consider acts on a config read from the source: judgeConfig, then apply an
 // in-place rotation (see Cluster.refreshCredentials).
 func (r *rotator) consider(cfg *rest.Config, rev string, err error) (rotation, error) {
-	out, err := decide(r.revision(), &r.base, cfg, rev, err)
+	out, err := judgeConfig(r.revision(), &r.base, cfg, rev, err)
 	if out != rotationInPlace {
 		return out, err
 	}

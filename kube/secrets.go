@@ -3,7 +3,6 @@ package kube
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 
@@ -231,12 +230,7 @@ func (w *SecretWatcher) event(ev pool.Event[client.ObjectKey]) {
 // for the credentials it read before ch), with a new dial, or the open
 // breaker's probe, which reads ch's.
 func (w *SecretWatcher) dialEnded(key client.ObjectKey, ch change) {
-	if c, ok := w.Pool.Peek(key); ok {
-		w.update(ch, key, c)
-		return
-	}
-	w.Pool.Probe(key)
-	w.Pool.Connect(key)
+	w.decideSecret(key, ch, true)
 }
 
 // keep holds ch, the changed Secret of cluster key that is dialing, for
@@ -284,34 +278,38 @@ func (w *SecretWatcher) act(ch change) {
 	if prev, ok := w.take(key); ok {
 		ch.before = prev.after(ch.before)
 	}
-	if c, ok := w.Pool.Peek(key); ok {
-		w.update(ch, key, c)
-		return
-	}
-	dialing := w.Pool.State(key).Dialing
-	w.Pool.Probe(key) // an open breaker: the new credentials may be what it lacked
-	if w.Connect {
-		w.Pool.Connect(key)
-	}
-	if dialing { // the dial may connect with, or fail for, what it read before this change
-		w.keep(key, ch)
-	}
+	w.decideSecret(key, ch, w.Connect)
 }
 
-// update acts on ch for the connected cluster c: nothing if c uses its
-// revision; else a rotation to ch's Secret if c uses a revision before it,
-// or to the source's current config if the watcher cannot tell (c's
-// credentials may be newer than ch's: never older than those c read).
-func (w *SecretWatcher) update(ch change, key client.ObjectKey, c *Cluster) {
-	rev := c.Revision()
-	if rev == "" || rev == revisionOf(ch.s) {
-		return
+// decideSecret gathers the view of key's changed Secret ch, and carries
+// out decide's answer: a rotation of the connected cluster (to ch's Secret
+// if it uses a revision before it, else to the source's current config:
+// never older than those it read), the open breaker's probe and, with
+// connect, a dial of a cluster not connected. A cluster dialing keeps ch
+// for its dial's end: the dial may connect with, or fail for, what it
+// read before this change.
+func (w *SecretWatcher) decideSecret(key client.ObjectKey, ch change, connect bool) {
+	v := view{in: inSecret, seen: revisionOf(ch.s), before: ch.before, connect: connect}
+	c, ok := w.Pool.Peek(key)
+	if ok {
+		v.connected, v.applied = true, c.Revision()
+	} else {
+		v.dialing = w.Pool.State(key).Dialing
 	}
-	s := ch.s
-	if !slices.Contains(ch.before, rev) {
-		s = nil
+	switch act, _ := decide(v); act {
+	case actRotate:
+		w.rotate(ch.s, ch.s, key, c)
+	case actRefresh:
+		w.rotate(ch.s, nil, key, c)
+	case actRetry:
+		w.Pool.Probe(key) // an open breaker: the new credentials may be what it lacked
+		if v.connect {
+			w.Pool.Connect(key)
+		}
+		if v.dialing {
+			w.keep(key, ch)
+		}
 	}
-	w.rotate(ch.s, s, key, c)
 }
 
 // rotate acts on the changed kubeconfig Secret ev of the connected cluster

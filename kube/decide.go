@@ -1,0 +1,206 @@
+package kube
+
+import (
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Every decision about one workload cluster is taken by decide, a pure
+// function of what is known of the cluster at that moment (its view), as
+// the pool's entry.step is for the pool: no I/O, no clock (the time is in
+// the view), no lock, no user code. Admission, SecretWatcher and Prober
+// gather the view from their input, call decide, and carry out the action
+// it returns; docs/design.md ("One path from an input to an action") draws
+// that path. TestDecideTable lists every input in every state.
+
+// input is what a decision is about.
+type input uint8
+
+const (
+	// inObject: the Cluster object was reconciled (created, changed,
+	// deleted, refused or admitted by Admit).
+	inObject input = iota
+	// inSecret: the cluster's kubeconfig Secret appeared or its kubeconfig
+	// changed, or a dial during which it changed ended.
+	inSecret
+	// inTick: the probe schedule's tick of a connected cluster.
+	inTick
+	// inProbed: a GET /readyz the tick sent has answered.
+	inProbed
+)
+
+// action is what the reconciler does about a cluster: one pool call, one
+// credential swap, or one request.
+type action uint8
+
+const (
+	// actNothing: nothing to do (requeueAfter may still be set).
+	actNothing action = iota
+	// actRemove: Pool.Remove. The object is gone or refused, or another
+	// object (UID) replaced it under its name.
+	actRemove
+	// actConnect: Pool.Connect. The pool dials an idle cluster whose
+	// breaker is closed; an open breaker keeps its backoff.
+	actConnect
+	// actRetry: Pool.Probe, then Pool.Connect when the caller connects:
+	// new credentials for a cluster not connected, which an open breaker
+	// may lack.
+	actRetry
+	// actRedial: Pool.Redial. The new credentials cannot be swapped in
+	// place, or the apiserver refused the current ones (401).
+	actRedial
+	// actRotate: swap the connected client's credentials in place, read
+	// from the changed Secret (the client's are older than its).
+	actRotate
+	// actRefresh: swap them in place, read afresh from the source: the
+	// order of the client's credentials and the Secret's is unknown, and
+	// a cluster never goes back to older credentials.
+	actRefresh
+	// actProbe: GET /readyz.
+	actProbe
+	// actReport: Pool.Report the probe's outcome.
+	actReport
+)
+
+var actionNames = [...]string{"nothing", "remove", "connect", "retry", "redial", "rotate", "refresh", "probe", "report"}
+
+func (a action) String() string { return actionNames[a] }
+
+// view is what decide knows of one cluster. The fields an input does not
+// read are left zero.
+type view struct {
+	in input
+
+	// The Cluster object (inObject).
+	present  bool      // it exists and Admit accepts it (also while it is deleted)
+	uid      types.UID // its UID
+	admitted types.UID // the UID admitted under its name before, "" if none
+	connect  bool      // dial each admitted cluster, or each whose Secret appears
+
+	// The pool's client.
+	connected bool // the pool holds a client
+	dialing   bool // a dial is in flight
+
+	// The kubeconfig (inSecret).
+	seen    string   // revision of the changed Secret
+	before  []string // revisions the kubeconfig had before it, oldest first
+	applied string   // revision the connected client uses, "" if unknown
+
+	// The probe schedule (inTick) and its outcome (inProbed).
+	probe schedule
+	err   error // the probe's error (inProbed)
+	// unauthorized: the probe's error is a 401 that newer credentials in
+	// place did not cure.
+	unauthorized bool
+}
+
+// schedule is the probe schedule of a connected cluster: durations since
+// its dial (the liveness's origin).
+type schedule struct {
+	wired   bool          // a Dialer built the client: its wire is evidence
+	now     time.Duration // the time of the decision
+	read    time.Duration // the last read of any of its connections
+	readyz  time.Duration // the last GET /readyz's start (the dial's: 0)
+	retry   time.Duration // after a failed GET /readyz: none before this
+	suspect bool          // the last probe failed, or a connection was lost since
+	phase   float64       // brings the first readyzEvery forward by this fraction
+
+	interval    time.Duration // ProberOptions.Interval
+	readyzEvery time.Duration // ProberOptions.ReadyzInterval
+}
+
+// decide returns what to do about the cluster of v, and after how long its
+// next tick is due (0: none).
+func decide(v view) (action, time.Duration) {
+	switch v.in {
+	case inObject:
+		return decideObject(v), 0
+	case inSecret:
+		return decideSecret(v), 0
+	case inTick:
+		return decideTick(v)
+	case inProbed:
+		return decideProbed(v)
+	}
+	return actNothing, 0
+}
+
+// decideObject: a Cluster gone or refused leaves the pool; one of another
+// UID than the one admitted under its name is a new cluster, the old one
+// leaves first (the next decision, with admitted cleared, connects it).
+func decideObject(v view) action {
+	switch {
+	case !v.present:
+		return actRemove
+	case v.admitted != "" && v.admitted != v.uid:
+		return actRemove
+	case v.connect:
+		return actConnect
+	}
+	return actNothing
+}
+
+// decideSecret: a connected cluster's credentials follow the Secret,
+// never back to older ones; another is retried, since an open breaker
+// may lack just these credentials (a cluster dialing is retried too, in
+// case its dial ends meanwhile, and the caller keeps the Secret for the
+// dial's end: the dial may have read the older one).
+func decideSecret(v view) action {
+	switch {
+	case v.connected && (v.applied == "" || v.applied == v.seen):
+		return actNothing
+	case v.connected && slices.Contains(v.before, v.applied):
+		return actRotate
+	case v.connected:
+		return actRefresh
+	}
+	return actRetry
+}
+
+// decideTick: GET /readyz when the wire's evidence is stale (5/2
+// interval old), the last GET /readyz readyzEvery old (the dial counts as
+// the first, brought forward by the phase), or a suspect cluster's retry
+// is due; else nothing until the earliest of those. A cluster whose wire
+// is no evidence is probed at every tick.
+func decideTick(v view) (action, time.Duration) {
+	if !v.connected {
+		return actNothing, 0
+	}
+	if !v.probe.wired {
+		return actProbe, 0
+	}
+	if wait := v.probe.wait(); wait > 0 {
+		return actNothing, wait
+	}
+	return actProbe, 0
+}
+
+// decideProbed: a 401 that newer credentials did not cure redials (the
+// dial reads the credentials afresh); any other outcome is reported, and
+// the next tick is due after an interval, or later if the wire answers.
+func decideProbed(v view) (action, time.Duration) {
+	if v.unauthorized {
+		return actRedial, 0
+	}
+	if !v.probe.wired {
+		return actReport, v.probe.interval
+	}
+	return actReport, max(v.probe.interval, v.probe.wait())
+}
+
+// wait returns how long the tick may wait before GET /readyz is due. The
+// answer of a GET /readyz is a read too: a wire that only the probes read
+// (no HTTP/2 PINGs) gets one every 5/2 interval, docs/health.md.
+func (s schedule) wait() time.Duration {
+	if s.suspect {
+		return max(s.retry-s.now, 0)
+	}
+	last := s.readyz
+	if last == 0 { // the dial's
+		last -= time.Duration(s.phase * float64(s.readyzEvery))
+	}
+	at := min(s.read+s.interval*5/2, last+s.readyzEvery)
+	return max(at-s.now, 0)
+}
