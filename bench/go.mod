@@ -19,6 +19,7 @@ require (
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/clusterpool/clusterpool/bench/peers/protocol v0.0.0
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
 	github.com/emicklei/go-restful/v3 v3.13.0 // indirect
 	github.com/evanphx/json-patch/v5 v5.9.11 // indirect
@@ -70,3 +71,5 @@ require (
 )
 
 replace github.com/clusterpool/clusterpool => ../
+
+replace github.com/clusterpool/clusterpool/bench/peers/protocol => ./peers/protocol
