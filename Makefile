@@ -30,6 +30,7 @@ test: vet envtest-assets jaeger-bin
 	cd tracing/otlp && $(GO) test -race -count=1 ./...
 	cd examples/capi && $(GO) test -race -count=1 ./...
 	cd clusterapi && $(GO) test -race -count=1 ./...
+	cd bench && $(GO) test -race -count=1 ./...
 	cd bench/peers/workload && $(GO) test -race -count=1 ./...
 	cd bench/peers/capi && $(GO) test -race -count=1 ./...
 	$(MAKE) bench-peers-smoke
@@ -51,8 +52,9 @@ vet:
 	cd tracing/otlp && $(GO) vet ./...
 	cd examples/capi && $(GO) vet ./...
 	cd clusterapi && $(GO) vet ./...
+	cd bench && $(GO) vet ./...
 	cd bench/plot && $(GO) vet ./...
-	for m in workload cct clustercache clusterpool floor capi plot; do (cd bench/peers/$$m && $(GO) vet ./...) || exit 1; done
+	for m in protocol workload cct clustercache clusterpool floor capi plot; do (cd bench/peers/$$m && $(GO) vet ./...) || exit 1; done
 
 ## envtest-assets: build kube-apiserver and etcd from the module proxy into ./bin (once; ~10 min).
 envtest-assets: $(ENVTEST_ASSETS)/kube-apiserver
@@ -100,8 +102,9 @@ lint: $(STATICCHECK) $(GOCYCLO) vet
 	cd tracing/otlp && $(STATICCHECK) ./...
 	cd examples/capi && $(STATICCHECK) ./...
 	cd clusterapi && $(STATICCHECK) ./...
+	cd bench && $(STATICCHECK) ./...
 	cd bench/plot && $(STATICCHECK) ./...
-	for m in workload cct clustercache clusterpool floor capi plot; do (cd bench/peers/$$m && $(STATICCHECK) ./...) || exit 1; done
+	for m in protocol workload cct clustercache clusterpool floor capi plot; do (cd bench/peers/$$m && $(STATICCHECK) ./...) || exit 1; done
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
@@ -109,7 +112,7 @@ fmt:
 ## bench: the benchmarks of bench/, BENCH_COUNT runs each, then benchstat
 ## with the implementations side by side (ratios against the first column).
 bench: $(BENCHSTAT)
-	$(GO) test -run '^$$' -bench . -benchmem -count $(BENCH_COUNT) ./bench/ | tee bench/results.txt
+	cd bench && $(GO) test -run '^$$' -bench . -benchmem -count $(BENCH_COUNT) . | tee results.txt
 	$(BENCHSTAT) -col /impl bench/results.txt
 
 ## demo: the Cluster API demo on real kube-apiservers (examples/capi): one
@@ -157,13 +160,13 @@ clean:
 ## in scaled real time (~10 min), the cross-check on a real clock.
 bench-scenarios:
 	@mkdir -p bench/results
-	$(GO) test ./bench/cmd/scenarios -run '^TestScenarios$$' -count=1 -timeout 30m -args -table \
+	cd bench && $(GO) test ./cmd/scenarios -run '^TestScenarios$$' -count=1 -timeout 30m -args -table \
 		-json $(CURDIR)/bench/results/scenarios.json -md $(CURDIR)/bench/results/scenarios.md $(SCENARIO_FLAGS)
 	@cat bench/results/scenarios.md
 	cd bench/plot && $(GO) run . -in ../results/scenarios.json -out ../results/scenarios.png
 
 bench-scenarios-realtime:
-	$(GO) run ./bench/cmd/scenarios $(SCENARIO_FLAGS)
+	cd bench && $(GO) run ./cmd/scenarios $(SCENARIO_FLAGS)
 
 ## bench-peers: the real ClusterCacheTracker (Cluster API v1.8.4), the real
 ## ClusterCache (v1.14.2) and clusterpool, each its own program built into
@@ -172,13 +175,13 @@ bench-scenarios-realtime:
 ## peers.{md,json,png}; PEERS_FLAGS adds driver flags (-h lists them).
 bench-peers: envtest-assets
 	@mkdir -p bench/peers/results
-	set -o pipefail; $(GO) run ./bench/peers/driver $(PEERS_FLAGS) -json bench/peers/results/peers.json | tee bench/peers/results/peers.md
+	set -o pipefail; (cd bench && $(GO) run ./peers/driver $(PEERS_FLAGS) -json $(CURDIR)/bench/peers/results/peers.json) | tee bench/peers/results/peers.md
 	cd bench/peers/plot && $(GO) run . -in ../results/peers.json -out ../results/peers.png
 
 ## bench-peers-smoke: the bench-peers harness on 4 clusters, the dead
 ## scenario for 10 s per peer; fails unless every peer reconciled (make test).
 bench-peers-smoke: envtest-assets
-	$(GO) run ./bench/peers/driver -smoke
+	cd bench && $(GO) run ./peers/driver -smoke
 
 ## soak: the pool's soak test for SOAK_DURATION (default 2m): 10 000 clusters,
 ## 200 goroutines issuing Gets, fault modes switching every 250 ms; prints
@@ -202,7 +205,7 @@ SCALE_SIZES ?= 100,1000,3000,10000
 SCALE_FLAGS ?=
 bench-scale: envtest-assets
 	@mkdir -p bench/peers/results
-	set -o pipefail; $(GO) run ./bench/peers/driver -scale $(SCALE_SIZES) -cct-max 1000 $(SCALE_FLAGS) -json bench/peers/results/scale.json | tee bench/peers/results/scale.md
+	set -o pipefail; (cd bench && $(GO) run ./peers/driver -scale $(SCALE_SIZES) -cct-max 1000 $(SCALE_FLAGS) -json $(CURDIR)/bench/peers/results/scale.json) | tee bench/peers/results/scale.md
 	cd bench/peers/plot && $(GO) run . -scale -in ../results/scale.json -out ../results/scale.png
 
 ## bench-mhc: a real Cluster API controller, v1.14.2's MachineHealthCheck reconciler
@@ -214,7 +217,7 @@ bench-scale: envtest-assets
 MHC_FLAGS ?=
 bench-mhc: envtest-assets
 	@mkdir -p bench/peers/results
-	set -o pipefail; $(GO) run ./bench/peers/driver -mhc $(MHC_FLAGS) -json bench/peers/results/mhc.json | tee bench/peers/results/mhc.md
+	set -o pipefail; (cd bench && $(GO) run ./peers/driver -mhc $(MHC_FLAGS) -json $(CURDIR)/bench/peers/results/mhc.json) | tee bench/peers/results/mhc.md
 
 ## bench-before-after: issue 37's earlier bars in one run, before (BEFORE, default 1bc0d5e: a
 ## throwaway git worktree under bin/) against this working tree (~50 min, builds of the before
@@ -237,7 +240,7 @@ bench-before-after: envtest-assets $(BENCHSTAT)
 ROTATION_FLAGS ?=
 bench-rotation: envtest-assets
 	@mkdir -p bench/peers/results
-	set -o pipefail; $(GO) run ./bench/peers/driver -rotation -clusters 30 -objects 5 $(ROTATION_FLAGS) -json bench/peers/results/rotation.json | tee bench/peers/results/rotation.md
+	set -o pipefail; (cd bench && $(GO) run ./peers/driver -rotation -clusters 30 -objects 5 $(ROTATION_FLAGS) -json $(CURDIR)/bench/peers/results/rotation.json) | tee bench/peers/results/rotation.md
 
 ## chaos: an hour of overlapping faults (CHAOS_DURATION, default 60m; CHAOS_SEED, default 1)
 ## on 100 Clusters over 4 workload apiservers behind fault proxies, with Cluster API v1.14.2's
@@ -251,14 +254,14 @@ CHAOS_SEED ?= 1
 CHAOS_DURATION ?= 60m
 chaos: envtest-assets
 	@mkdir -p bench/peers/results
-	set -o pipefail; $(GO) run ./bench/peers/driver -chaos -chaos-seed $(CHAOS_SEED) -chaos-duration $(CHAOS_DURATION) $(CHAOS_FLAGS) -json bench/peers/results/chaos.json | tee bench/peers/results/chaos.md
+	set -o pipefail; (cd bench && $(GO) run ./peers/driver -chaos -chaos-seed $(CHAOS_SEED) -chaos-duration $(CHAOS_DURATION) $(CHAOS_FLAGS) -json $(CURDIR)/bench/peers/results/chaos.json) | tee bench/peers/results/chaos.md
 	cd bench/peers/plot && $(GO) run . -chaos -in ../results/chaos.json -out ../results/chaos.png
 
 chaos-short: envtest-assets
-	$(GO) run ./bench/peers/driver -chaos-short $(CHAOS_FLAGS)
+	cd bench && $(GO) run ./peers/driver -chaos-short $(CHAOS_FLAGS)
 
 chaos-short-race: envtest-assets
-	$(GO) run ./bench/peers/driver -chaos-short -chaos-race $(CHAOS_FLAGS)
+	cd bench && $(GO) run ./peers/driver -chaos-short -chaos-race $(CHAOS_FLAGS)
 
 ## capi-conformance: Cluster API v1.14.2's own envtest suites (every package that calls
 ## clustercache.SetupWithManager), stock and on clusterpool's drop-in, compared

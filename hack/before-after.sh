@@ -93,7 +93,7 @@ tree() { if [ "$1" = before ]; then echo "$wt"; else echo "$root"; fi; }
 # testbin PKG: both trees' test binaries of PKG into $tmp/PKG-TREE.test.
 testbin() {
   for t in before after; do
-    (cd "$(tree "$t")" && go test -c -o "$tmp/$1-$t.test" "./$1/")
+    (cd "$(tree "$t")/$1" && go test -c -o "$tmp/$1-$t.test" .) # bench is a module of its own since issue 46
   done
 }
 
@@ -126,7 +126,7 @@ fi
 # bin/peers/, keyed by its sources' digest), relative to the repository.
 peer() { realpath --relative-to="$root" "$(bash "$wt/bench/peers/build.sh" "$1")"; }
 
-go build -o "$tmp/driver" ./bench/peers/driver
+(cd bench && go build -o "$tmp/driver" ./peers/driver)
 if has peers; then
   read -ra flags <<<"$peers_flags"
   bin="$(peer clusterpool)"

@@ -4,7 +4,7 @@
 # unless it is there (or in the per-user cache), and prints the path.
 # VERSION is the code under test (Cluster API's version, or "tree" for this
 # repository); DIGEST covers the sources the binary is built from, so an
-# edited peer, workload module or pool is rebuilt.
+# edited peer, workload or protocol module or pool is rebuilt.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 name="$1"
@@ -16,7 +16,7 @@ case "$name" in
   capi)         version=capi-v1.14.2; extra=(clusterapi pool kube breaker tracing internal go.mod go.sum) ;;
   *) echo "build.sh: unknown peer $name" >&2; exit 2 ;;
 esac
-digest="$(cd "$root" && find "bench/peers/$name" bench/peers/workload "${extra[@]}" -type f \
+digest="$(cd "$root" && find "bench/peers/$name" bench/peers/workload bench/peers/protocol "${extra[@]}" -type f \
   \( \( -name '*.go' ! -name '*_test.go' \) -o -name go.mod -o -name go.sum \) -print0 |
   LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-12)"
 out="$root/bin/peers/$name-$version-$digest"

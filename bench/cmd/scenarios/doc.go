@@ -8,12 +8,12 @@
 // none, so the table shows the schedules alone, the same on any machine,
 // in about 15 s:
 //
-//	go test ./bench/cmd/scenarios -run '^TestScenarios$' -args -table -md scenarios.md -json scenarios.json
+//	go test -C bench ./cmd/scenarios -run '^TestScenarios$' -args -table -md scenarios.md -json scenarios.json
 //
 // As a command it runs the same table in scaled real time, the cross-check
 // on a real clock (~10 min at DefaultScale):
 //
-//	go run ./bench/cmd/scenarios -json scenarios.json
+//	go run -C bench ./cmd/scenarios -json scenarios.json
 //
 // There every duration is multiplied by -scale (3/100: 100 ms of reconcile
 // work is 3 ms of real time); the herd (scenario 1) runs in real time, its

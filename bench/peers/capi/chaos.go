@@ -17,37 +17,12 @@ import (
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/clusterpool/clusterpool/bench/peers/protocol"
 )
 
-// chaosSample is one line of -chaos output (bench/peers/driver's
-// chaosSample decodes it; TestChaosProtocolMatchesPeer checks the names).
-type chaosSample struct {
-	UnixMs int64 `json:"t"`
-	// Full samples (asked for with a "full" line on stdin) carry
-	// HeapBytes, the live heap after a GC, and Series, the metric series
-	// of controller-runtime's registry per cluster name they carry (as a
-	// "cluster" label or a "namespace/name" value).
-	Full      bool           `json:"full,omitempty"`
-	HeapBytes uint64         `json:"heap_bytes,omitempty"`
-	Series    map[string]int `json:"series,omitempty"`
-	// Clusters in the manager's cache, and those GetClient answers for.
-	Clusters  int      `json:"clusters"`
-	Connected []string `json:"connected"`
-	// Reconciled: the MachineHealthChecks and Machines reconciled
-	// successfully since the previous sample, by name, with the end of the
-	// last such reconcile (Unix ms). A Machine's counts only if it listed
-	// the Machine's Node through the cluster's client.
-	Reconciled map[string]int64 `json:"reconciled,omitempty"`
-	Goroutines int              `json:"goroutines"`
-	FDs        int              `json:"fds"`
-	TCP        int              `json:"tcp"`
-	// Panics: controller_runtime_reconcile_panics_total, all controllers.
-	Panics  int        `json:"panics"`
-	Crossed []crossing `json:"crossed,omitempty"`
-	Hung    []hungCall `json:"hung,omitempty"`
-	// PProf is where the process serves net/http/pprof (-pprof).
-	PProf string `json:"pprof,omitempty"`
-}
+// chaosSample is one line of -chaos output (bench/peers/protocol).
+type chaosSample = protocol.ChaosSample
 
 // runChaos runs the manager until in closes (or ctx ends), writing a
 // chaosSample to out every p.Sample and whenever in asks for a full one.

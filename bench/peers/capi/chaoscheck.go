@@ -12,6 +12,8 @@ import (
 	"sigs.k8s.io/cluster-api/util/index"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	"github.com/clusterpool/clusterpool/bench/peers/protocol"
 )
 
 // The chaos fleet's marks (bench/peers/driver's chaos run sets them): each
@@ -23,26 +25,12 @@ const (
 )
 
 // crossing is a Node read through a cluster's client that is not that
-// cluster's: another cluster's, or an earlier incarnation's of the same
-// name (a client that outlived its Cluster).
-type crossing struct {
-	Cluster            string `json:"cluster"`
-	Node               string `json:"node"`
-	NodeCluster        string `json:"node_cluster"`
-	NodeIncarnation    string `json:"node_incarnation"`
-	ClusterIncarnation string `json:"cluster_incarnation"`
-	UnixMs             int64  `json:"t"`
-}
+// cluster's (bench/peers/protocol).
+type crossing = protocol.Crossing
 
 // hungCall is a call through the checked ClusterCache or its clients that
-// took longer than -hung-after (Ended) or was still running after it.
-type hungCall struct {
-	Op          string  `json:"op"`
-	Cluster     string  `json:"cluster"`
-	StartUnixMs int64   `json:"start"`
-	Seconds     float64 `json:"s"`
-	Ended       bool    `json:"ended"`
-}
+// outlived -hung-after (bench/peers/protocol).
+type hungCall = protocol.HungCall
 
 // call is a call in flight.
 type call struct {

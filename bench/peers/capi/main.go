@@ -61,6 +61,8 @@ import (
 
 	"github.com/clusterpool/clusterpool/bench/peers/workload/idle"
 	cpclustercache "github.com/clusterpool/clusterpool/clusterapi/clustercache"
+
+	"github.com/clusterpool/clusterpool/bench/peers/protocol"
 )
 
 // version is the Cluster API version this module requires.
@@ -78,29 +80,9 @@ const (
 	kubeAPIBurst                  = 200                              // --kube-api-burst
 )
 
-// figures is what the peer prints; bench/peers/driver's mhcFigures reads
-// it (TestMHCProtocolMatchesPeer checks the names).
-type figures struct {
-	Cache       string  `json:"cache"`
-	Version     string  `json:"version"`
-	StartUnixMs int64   `json:"start_unix_ms"`
-	Seconds     float64 `json:"run_s"`
-	// ReconcileErrors counts the "Reconciler error" log lines of the
-	// machinehealthcheck controller; ErrorKinds splits them by kind
-	// (see kind) and ErrorsByMHC by MachineHealthCheck; OtherErrors
-	// counts those of other controllers (the ClusterCache's own), by
-	// controller.
-	ReconcileErrors int            `json:"reconcile_errors"`
-	ErrorKinds      map[string]int `json:"error_kinds"`
-	ErrorsByMHC     map[string]int `json:"errors_by_mhc"`
-	OtherErrors     map[string]int `json:"other_errors,omitempty"`
-	// Reconciles are the machinehealthcheck controller's reconciles by
-	// result (success, error, requeue_after, requeue).
-	Reconciles   map[string]int `json:"reconciles"`
-	RSSBytes     int64          `json:"rss_bytes"`
-	PeakRSSBytes int64          `json:"peak_rss_bytes"`
-	Goroutines   int            `json:"goroutines"`
-}
+// figures is what the peer prints at the end of a -mhc run
+// (bench/peers/protocol).
+type figures = protocol.MHCFigures
 
 // plan is the command line.
 type plan struct {

@@ -12,46 +12,6 @@ import (
 	"time"
 )
 
-// chaosSample is a line of the capi peer's -chaos output (its
-// chaosSample; TestChaosProtocolMatchesPeer checks the names).
-type chaosSample struct {
-	UnixMs     int64            `json:"t"`
-	Full       bool             `json:"full,omitempty"`
-	HeapBytes  uint64           `json:"heap_bytes,omitempty"`
-	Series     map[string]int   `json:"series,omitempty"`
-	Clusters   int              `json:"clusters"`
-	Connected  []string         `json:"connected"`
-	Reconciled map[string]int64 `json:"reconciled,omitempty"`
-	Goroutines int              `json:"goroutines"`
-	FDs        int              `json:"fds"`
-	TCP        int              `json:"tcp"`
-	Panics     int              `json:"panics"`
-	Crossed    []chaosCrossing  `json:"crossed,omitempty"`
-	Hung       []chaosHung      `json:"hung,omitempty"`
-	PProf      string           `json:"pprof,omitempty"`
-}
-
-// chaosCrossing is the peer's crossing: a Node read through a cluster's
-// client that is another cluster's or an older incarnation's.
-type chaosCrossing struct {
-	Cluster            string `json:"cluster"`
-	Node               string `json:"node"`
-	NodeCluster        string `json:"node_cluster"`
-	NodeIncarnation    string `json:"node_incarnation"`
-	ClusterIncarnation string `json:"cluster_incarnation"`
-	UnixMs             int64  `json:"t"`
-}
-
-// chaosHung is the peer's hungCall: a call through the ClusterCache or
-// its clients that outlived -hung-after.
-type chaosHung struct {
-	Op          string  `json:"op"`
-	Cluster     string  `json:"cluster"`
-	StartUnixMs int64   `json:"start"`
-	Seconds     float64 `json:"s"`
-	Ended       bool    `json:"ended"`
-}
-
 // procSample is a sample and the peer process (its start's number) that
 // wrote it.
 type procSample struct {

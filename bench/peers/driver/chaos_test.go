@@ -15,28 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// TestChaosProtocolMatchesPeer checks that the driver decodes every JSON
-// field of the capi peer's -chaos samples, by the same names.
-func TestChaosProtocolMatchesPeer(t *testing.T) {
-	for _, tc := range []struct {
-		file, peerType string
-		driver         reflect.Type
-	}{
-		{"bench/peers/capi/chaos.go", "chaosSample", reflect.TypeFor[chaosSample]()},
-		{"bench/peers/capi/chaoscheck.go", "crossing", reflect.TypeFor[chaosCrossing]()},
-		{"bench/peers/capi/chaoscheck.go", "hungCall", reflect.TypeFor[chaosHung]()},
-	} {
-		want := jsonNames(t, tc.file)[tc.peerType]
-		var got []string
-		for f := range tc.driver.Fields() {
-			got = append(got, f.Tag.Get("json"))
-		}
-		if len(want) == 0 || !slices.Equal(got, want) {
-			t.Errorf("%s: driver decodes %v, capi writes %v", tc.peerType, got, want)
-		}
-	}
-}
-
 // The schedule depends on its inputs only, keeps its spacing, never gives
 // a target two faults of its kind at once, draws every class, and kills
 // the manager once.

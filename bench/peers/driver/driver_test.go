@@ -1,12 +1,8 @@
 package main
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -137,70 +133,6 @@ func TestCRDServesBothVersions(t *testing.T) {
 	if !reflect.DeepEqual(storage, map[string]bool{"v1beta1": true, "v1beta2": false}) {
 		t.Fatalf("versions %v", storage)
 	}
-}
-
-// TestProtocolMatchesWorkload checks that the driver decodes every JSON
-// field the workload module writes, by the same names.
-func TestProtocolMatchesWorkload(t *testing.T) {
-	want := jsonNames(t, "bench/peers/workload/figures.go")
-	for name, typ := range map[string]reflect.Type{"Figures": reflect.TypeFor[figures](), "Point": reflect.TypeFor[point]()} {
-		var got []string
-		for f := range typ.Fields() {
-			got = append(got, f.Tag.Get("json"))
-		}
-		if !slices.Equal(got, want[name]) {
-			t.Errorf("%s: driver decodes %v, workload writes %v", name, got, want[name])
-		}
-	}
-}
-
-// TestFloorWritesWorkloadNames checks that every JSON field of the client-go
-// floor's figures is one of the workload module's, by the same name.
-func TestFloorWritesWorkloadNames(t *testing.T) {
-	want := jsonNames(t, "bench/peers/workload/figures.go")["Figures"]
-	got := jsonNames(t, "bench/peers/floor/main.go")["figures"]
-	if len(got) == 0 {
-		t.Fatal("floor: no figures struct")
-	}
-	for _, name := range got {
-		if !slices.Contains(want, name) {
-			t.Errorf("floor writes %q, which workload.Figures does not have", name)
-		}
-	}
-}
-
-// jsonNames returns the json tags of every struct type declared in the
-// repository file rel, by type name.
-func jsonNames(t *testing.T, rel string) map[string][]string {
-	t.Helper()
-	root, err := repoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	file, err := parser.ParseFile(token.NewFileSet(), root+"/"+rel, nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	names := map[string][]string{}
-	ast.Inspect(file, func(n ast.Node) bool {
-		ts, ok := n.(*ast.TypeSpec)
-		if !ok {
-			return true
-		}
-		st, ok := ts.Type.(*ast.StructType)
-		if !ok {
-			return true
-		}
-		for _, f := range st.Fields.List {
-			if f.Tag == nil {
-				continue
-			}
-			tag, _ := strconv.Unquote(f.Tag.Value)
-			names[ts.Name.Name] = append(names[ts.Name.Name], reflect.StructTag(tag).Get("json"))
-		}
-		return false
-	})
-	return names
 }
 
 func TestReportTables(t *testing.T) {

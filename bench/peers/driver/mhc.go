@@ -87,23 +87,6 @@ type mhcResult struct {
 	Dials map[string]uint64 `json:"dials"`
 }
 
-// mhcFigures is bench/peers/capi's JSON (its figures type;
-// TestMHCProtocolMatchesPeer checks the names).
-type mhcFigures struct {
-	Cache           string         `json:"cache"`
-	Version         string         `json:"version"`
-	StartUnixMs     int64          `json:"start_unix_ms"`
-	Seconds         float64        `json:"run_s"`
-	ReconcileErrors int            `json:"reconcile_errors"`
-	ErrorKinds      map[string]int `json:"error_kinds"`
-	ErrorsByMHC     map[string]int `json:"errors_by_mhc"`
-	OtherErrors     map[string]int `json:"other_errors,omitempty"`
-	Reconciles      map[string]int `json:"reconciles"`
-	RSSBytes        int64          `json:"rss_bytes"`
-	PeakRSSBytes    int64          `json:"peak_rss_bytes"`
-	Goroutines      int            `json:"goroutines"`
-}
-
 // mhcReport is the -json output of an -mhc run.
 type mhcReport struct {
 	Date       string        `json:"date"`

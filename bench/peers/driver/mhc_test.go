@@ -193,19 +193,6 @@ spec:
 	}
 }
 
-// TestMHCProtocolMatchesPeer checks that the driver decodes every JSON
-// field the capi peer writes, by the same names.
-func TestMHCProtocolMatchesPeer(t *testing.T) {
-	want := jsonNames(t, "bench/peers/capi/main.go")["figures"]
-	var got []string
-	for f := range reflect.TypeFor[mhcFigures]().Fields() {
-		got = append(got, f.Tag.Get("json"))
-	}
-	if len(want) == 0 || !slices.Equal(got, want) {
-		t.Errorf("driver decodes %v, capi writes %v", got, want)
-	}
-}
-
 // TestMHCObjectsOnRealAPIServers creates the -mhc run's objects on a real
 // fleet (2 Clusters, 1 workload apiserver, Cluster API's CRDs), plays the
 // reconciler's part (a Machine's condition and a MachineHealthCheck's

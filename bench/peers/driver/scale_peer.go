@@ -14,13 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
-)
 
-// The names of a peer's load summaries in its figures' timings
-// (bench/peers/workload/load's GetName and FailedName).
-const (
-	loadGetName    = "load_get"
-	loadFailedName = "load_get_failed"
+	"github.com/clusterpool/clusterpool/bench/peers/protocol"
 )
 
 // sampleEvery is how often a peer asks whether each sampled cluster is
@@ -107,7 +102,7 @@ func (sr scaleRun) run(ctx context.Context) (scaleResult, error) {
 			w.end(cmd.Process.Pid)
 			fmt.Fprintln(ack) // the peer waits for this line to go on
 		},
-		idleMarker + "faults": func() {
+		idleMarker + protocol.FaultsMarker: func() {
 			ph.faults, ph.err = sr.f.inject()
 			fmt.Fprintln(ack)
 		},
@@ -224,9 +219,6 @@ func (m *markerWriter) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
-
-// idleMarker is bench/peers/workload/idle.Marker.
-const idleMarker = "bench-peers: idle "
 
 // flagLine matches a flag in a Go program's usage ("  -name value").
 var flagLine = regexp.MustCompile(`(?m)^\s+-([a-z][a-z0-9-]*)`)

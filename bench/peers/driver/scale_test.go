@@ -2,10 +2,6 @@ package main
 
 import (
 	"math"
-	"os"
-	"reflect"
-	"slices"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -97,29 +93,6 @@ func TestParseSizes(t *testing.T) {
 	}
 }
 
-// TestWorkloadNamesMatch checks the driver's idle marker, faults marker
-// and load summaries' names against those bench/peers/workload writes.
-func TestWorkloadNamesMatch(t *testing.T) {
-	root, err := repoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for file, wants := range map[string][]string{
-		"idle/idle.go": {"const Marker = " + strconv.Quote(idleMarker), "const Faults = " + strconv.Quote("faults")},
-		"load/load.go": {"GetName    = " + strconv.Quote(loadGetName), "FailedName = " + strconv.Quote(loadFailedName)},
-	} {
-		src, err := os.ReadFile(root + "/bench/peers/workload/" + file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, want := range wants {
-			if !strings.Contains(string(src), want) {
-				t.Errorf("workload/%s has no %s", file, want)
-			}
-		}
-	}
-}
-
 func TestWriteTargets(t *testing.T) {
 	var rs []scaleResult
 	for _, n := range []int{100, 300} {
@@ -191,18 +164,5 @@ func TestWriteMemory(t *testing.T) {
 	writeMemory(&none, scaleReport{Results: rs[2:3], Fits: fits(rs[2:3])})
 	if none.Len() != 0 {
 		t.Errorf("without memory classes: %q, want no table", none.String())
-	}
-}
-
-// TestMemClassesMatchIdle checks that the driver decodes every field of
-// bench/peers/workload/idle.Memory, by the same names.
-func TestMemClassesMatchIdle(t *testing.T) {
-	want := jsonNames(t, "bench/peers/workload/idle/memclass.go")["Memory"]
-	var got []string
-	for f := range reflect.TypeFor[memClasses]().Fields() {
-		got = append(got, f.Tag.Get("json"))
-	}
-	if len(want) == 0 || !slices.Equal(got, want) {
-		t.Errorf("driver decodes %v, idle.Memory has %v", got, want)
 	}
 }

@@ -39,33 +39,16 @@ import (
 
 	"github.com/clusterpool/clusterpool/bench/peers/workload/idle"
 	"github.com/clusterpool/clusterpool/bench/peers/workload/load"
+
+	"github.com/clusterpool/clusterpool/bench/peers/protocol"
 )
 
 // connectConcurrency is how many clusters connect at once.
 const connectConcurrency = 100
 
-// figures is the subset of bench/peers/workload.Figures the floor has,
-// by the same JSON names.
-type figures struct {
-	Strategy          string               `json:"strategy"`
-	Version           string               `json:"version"`
-	StartUnixMs       int64                `json:"start_unix_ms"`
-	Seconds           float64              `json:"run_s"`
-	AllReconciled     float64              `json:"all_reconciled_s"`
-	Reconciles        int                  `json:"reconciles"`
-	Errors            int                  `json:"errors"`
-	ClusterDoneUnixMs map[string]int64     `json:"cluster_done_unix_ms"`
-	RSSBytes          int64                `json:"rss_bytes"`
-	PeakRSSBytes      int64                `json:"peak_rss_bytes"`
-	Goroutines        int                  `json:"goroutines"`
-	IdleStartUnixMs   int64                `json:"idle_start_unix_ms,omitempty"`
-	IdleEndUnixMs     int64                `json:"idle_end_unix_ms,omitempty"`
-	IdleCPUSeconds    float64              `json:"idle_cpu_s,omitempty"`
-	HeapBytes         int64                `json:"heap_bytes,omitempty"`
-	IdleRequests      uint64               `json:"idle_requests,omitempty"`
-	Memory            *idle.Memory         `json:"memory,omitempty"`
-	Timings           map[string]load.Dist `json:"timings,omitempty"`
-}
+// figures is what the floor prints (bench/peers/protocol; the fields a
+// controller-runtime peer has and the floor has not stay zero).
+type figures = protocol.Figures
 
 // plan is what the floor reads of the peers' flags.
 type plan struct {

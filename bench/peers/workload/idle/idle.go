@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/clusterpool/clusterpool/bench/peers/protocol"
 )
 
 // Marker starts the lines Measure prints on stderr when the idle window
@@ -22,11 +24,11 @@ import (
 // apiservers' requests between them, and the process's connections after
 // the end marker, then answers with a line on stdin (see Measure). Await
 // prints others.
-const Marker = "bench-peers: idle "
+const Marker = protocol.IdleMarker
 
 // Faults is the marker a scale run's peer prints (Await) once it watches
 // its sampled clusters: the driver injects its faults, then answers.
-const Faults = "faults"
+const Faults = protocol.FaultsMarker
 
 // Figures are one idle window's measurements.
 type Figures struct {

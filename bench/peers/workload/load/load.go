@@ -9,24 +9,19 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/clusterpool/clusterpool/bench/peers/protocol"
 )
 
 // The names under which a load window's summaries are reported (the
 // figures' "timings"): every call, and the calls that failed.
 const (
-	GetName    = "load_get"
-	FailedName = "load_get_failed"
+	GetName    = protocol.LoadGetName
+	FailedName = protocol.LoadFailedName
 )
 
-// Dist summarizes one timing's samples, in milliseconds.
-type Dist struct {
-	N    int     `json:"n"`
-	Mean float64 `json:"mean_ms"`
-	P50  float64 `json:"p50_ms"`
-	P90  float64 `json:"p90_ms"`
-	P99  float64 `json:"p99_ms"`
-	Max  float64 `json:"max_ms"`
-}
+// Dist summarizes one timing's samples, in milliseconds (bench/peers/protocol).
+type Dist = protocol.Dist
 
 // Summarize returns the summary of ds (the zero Dist when empty): the
 // q-th percentile is the sample at index ⌊len·q/100⌋ of the sorted samples.

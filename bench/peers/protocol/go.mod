@@ -1,0 +1,3 @@
+module github.com/clusterpool/clusterpool/bench/peers/protocol
+
+go 1.26.0
