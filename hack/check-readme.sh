@@ -77,7 +77,7 @@ for name in $names; do
   fi
   if ! (
     cd "$dir"
-    export GOWORK=off GOFLAGS=
+    export GOWORK=off GOFLAGS=-race # as make test builds the library: one compile of its graph
     go mod init "readme/$name" 2>/dev/null
     while read -r line; do
       case "$line" in
