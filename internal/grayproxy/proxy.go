@@ -118,8 +118,11 @@ func (p *Proxy) CAPEM() []byte { return p.ca.PEM() }
 func (p *Proxy) ClientConfig(user *rest.Config) *rest.Config {
 	c := rest.CopyConfig(user)
 	c.Host = p.URL()
-	c.TLSClientConfig.CAData, c.TLSClientConfig.CAFile = p.CAPEM(), ""
-	c.TLSClientConfig.ServerName, c.TLSClientConfig.Insecure = "", false
+	// A new TLSClientConfig: only the user's certificate is kept, so the
+	// copy verifies the proxy against CAPEM whatever user skipped or named.
+	t := user.TLSClientConfig
+	c.TLSClientConfig = rest.TLSClientConfig{CAData: p.CAPEM(), CertFile: t.CertFile, KeyFile: t.KeyFile,
+		CertData: t.CertData, KeyData: t.KeyData, NextProtos: t.NextProtos}
 	c.Dial = nil
 	return c
 }

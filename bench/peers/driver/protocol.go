@@ -8,7 +8,6 @@ type (
 	figures       = protocol.Figures
 	memClasses    = protocol.Memory
 	availability  = protocol.Availability
-	dist          = protocol.Dist
 	point         = protocol.Point
 	chaosSample   = protocol.ChaosSample
 	chaosCrossing = protocol.Crossing
