@@ -95,7 +95,8 @@ func (s *clusterPool) dial(ctx context.Context, c int) (*Client, error) {
 	name := fmt.Sprint(c)
 	cl.guard = reqguard.New(reqguard.Settings{Cluster: name, MaxInFlight: kube.DefaultMaxInFlight,
 		MinFirstByte: s.w.Scaled(kube.DefaultMinFirstByte), MaxFirstByte: s.w.Scaled(RESTTimeout),
-		Report: func(err error) { s.p.Report(c, err) },
+		Report:        func(err error) { s.p.Report(c, err) },
+		ReportRequest: func(err error) { s.p.ReportRequest(c, err) },
 		Stopped: func() error {
 			return reqguard.StoppedError(name, s.p.State(c), s.w.Scaled(kube.DefaultReadyzTimeout))
 		}})
