@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,6 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/clusterpool/clusterpool/pool"
 )
 
 // Admission decides which clusters the pool may dial, from the Cluster
@@ -73,7 +79,8 @@ type Admission struct {
 	Name string
 
 	reader   client.Reader
-	cached   cachedUIDs // the UIDs in the manager's cache, for Current
+	retry    atomic.Int64 // SetRetry's time.Duration
+	cached   cachedUIDs   // the UIDs in the manager's cache, for Current
 	mu       sync.RWMutex
 	admitted map[client.ObjectKey]types.UID // the UID admitted under each name
 }
@@ -108,10 +115,13 @@ func (a *Admission) SetupWithManager(mgr ctrl.Manager, opts controller.Options, 
 	if err := a.watchUIDs(mgr, name); err != nil {
 		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).Named(name).
+	b := ctrl.NewControllerManagedBy(mgr).Named(name).
 		For(a.Object, builder.WithPredicates(preds...)).
-		WithOptions(opts).
-		Complete(a)
+		WithOptions(opts)
+	if a.Connect {
+		b = b.WatchesRawSource(a.retrySource())
+	}
+	return b.Complete(a)
 }
 
 // defaultAdmissionName returns "clusterpool-admission-<kind>", suffixed
@@ -135,6 +145,40 @@ func (a *Admission) Admitted(key client.ObjectKey) bool {
 	defer a.mu.RUnlock()
 	_, ok := a.admitted[key]
 	return ok
+}
+
+// SetRetry makes an Admission with Connect reconcile a cluster d after
+// each of its dials that failed (pool.DialFailed: the breaker stayed
+// closed), and so ask the pool to connect it again, as Cluster API's
+// ClusterCache retries every ConnectionCreationRetryInterval; an open
+// breaker probes the cluster itself. Zero or less, the default, retries
+// nothing. It is safe for concurrent use, also while the manager runs.
+func (a *Admission) SetRetry(d time.Duration) { a.retry.Store(int64(max(d, 0))) }
+
+// retrySource enqueues an admitted cluster's object SetRetry's delay
+// after each of its failed dials.
+func (a *Admission) retrySource() source.Source {
+	return source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		events := a.Pool.Subscribe(ctx)
+		go func() {
+			for {
+				var ev pool.Event[client.ObjectKey]
+				var ok bool
+				select {
+				case <-ctx.Done():
+					return
+				case ev, ok = <-events:
+					if !ok {
+						return
+					}
+				}
+				if d := time.Duration(a.retry.Load()); ev.Type == pool.DialFailed && d > 0 && a.Admitted(ev.Key) {
+					q.AddAfter(reconcile.Request{NamespacedName: ev.Key}, d)
+				}
+			}
+		}()
+		return nil
+	})
 }
 
 // Reconcile applies the decision for one object.
@@ -178,12 +222,13 @@ func (a *Admission) admit(key client.ObjectKey, uid types.UID) {
 	prev := a.admitted[key]
 	a.admitted[key] = uid
 	a.mu.Unlock()
-	a.act(key, view{in: inObject, present: true, uid: uid, admitted: prev, connect: a.Connect})
+	_, connected := a.Pool.Peek(key)
+	a.act(key, view{in: inObject, present: true, uid: uid, admitted: prev, connect: a.Connect, connected: connected})
 }
 
 // act carries out decide's answer for v, the view of key's object; a
-// removal of another incarnation is followed by the decision about the new
-// one, which the record now holds.
+// removal of another incarnation is followed by the decision about the
+// new one, which the record now holds.
 func (a *Admission) act(key client.ObjectKey, v view) {
 	act, _ := decide(v)
 	if act == actRemove {
@@ -191,7 +236,7 @@ func (a *Admission) act(key client.ObjectKey, v view) {
 		if !v.present {
 			return
 		}
-		v.admitted = v.uid
+		v.admitted, v.connected = v.uid, false
 		act, _ = decide(v)
 	}
 	if act == actConnect {

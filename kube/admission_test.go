@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -400,5 +402,57 @@ func TestAdmissionCurrent(t *testing.T) {
 	var none *Admission
 	if !none.Current(&Cluster{Key: key, UID: "uid-1"}) {
 		t.Fatal("a nil Admission holds a Cluster stale")
+	}
+}
+
+// With SetRetry, each failed dial of an admitted cluster enqueues its
+// object after the retry; other events, and clusters not admitted,
+// enqueue nothing; and a reconcile asks the pool to connect a cluster it
+// holds no client for, never a connected one.
+func TestAdmissionRetriesAFailedDial(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		key := func(name string) client.ObjectKey { return client.ObjectKey{Namespace: "f", Name: name} }
+		fp := newFakePool()
+		a := &Admission{Pool: fp, Connect: true, admitted: map[client.ObjectKey]types.UID{key("a"): "a"}}
+		a.SetRetry(5 * time.Second)
+		q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+		defer q.ShutDown()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		if err := a.retrySource().Start(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range []pool.Event[client.ObjectKey]{{Key: key("a"), Type: pool.Connected},
+			{Key: key("b"), Type: pool.DialFailed}, {Key: key("a"), Type: pool.DialFailed}} {
+			fp.events <- ev
+		}
+		time.Sleep(5*time.Second - time.Millisecond)
+		synctest.Wait()
+		if n := q.Len(); n != 0 {
+			t.Fatalf("%d requests queued before the retry", n)
+		}
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		if n := q.Len(); n != 1 {
+			t.Fatalf("%d requests queued after the retry, want 1", n)
+		}
+		if r, _ := q.Get(); r.NamespacedName != key("a") {
+			t.Fatalf("queued %v, want %v", r, key("a"))
+		}
+		close(fp.events) // the pool closed: the source's goroutine ends
+		synctest.Wait()
+	})
+	fp := newFakePool()
+	fp.connect(&Cluster{Key: client.ObjectKey{Namespace: "f", Name: "up"}})
+	objs := []client.Object{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "f", Name: "up", UID: "up"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "f", Name: "down", UID: "down"}}}
+	a := &Admission{Pool: fp, Object: &corev1.ConfigMap{}, Connect: true, reader: fake.NewClientBuilder().WithObjects(objs...).Build()}
+	for _, name := range []string{"up", "down"} {
+		if _, err := a.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKey{Namespace: "f", Name: name}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := fp.callLog(), []string{"connect f/down"}; !slices.Equal(got, want) {
+		t.Errorf("pool calls %v, want %v", got, want)
 	}
 }

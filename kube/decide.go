@@ -116,7 +116,7 @@ type schedule struct {
 func decide(v view) (action, time.Duration) {
 	switch v.in {
 	case inObject:
-		return decideObject(v), 0
+		return decideObject(v)
 	case inSecret:
 		return decideSecret(v), 0
 	case inTick:
@@ -130,16 +130,17 @@ func decide(v view) (action, time.Duration) {
 // decideObject: a Cluster gone or refused leaves the pool; one of another
 // UID than the one admitted under its name is a new cluster, the old one
 // leaves first (the next decision, with admitted cleared, connects it).
-func decideObject(v view) action {
+// An admitted cluster not connected is connected.
+func decideObject(v view) (action, time.Duration) {
 	switch {
 	case !v.present:
-		return actRemove
+		return actRemove, 0
 	case v.admitted != "" && v.admitted != v.uid:
-		return actRemove
-	case v.connect:
-		return actConnect
+		return actRemove, 0
+	case v.connect && !v.connected:
+		return actConnect, 0
 	}
-	return actNothing
+	return actNothing, 0
 }
 
 // decideSecret: a connected cluster's credentials follow the Secret,

@@ -37,6 +37,7 @@ func TestDecideTable(t *testing.T) {
 		{"object gone, admitted before", view{in: inObject, admitted: "a"}, actRemove, 0},
 		{"object admitted, no Connect", view{in: inObject, present: true, uid: "a"}, actNothing, 0},
 		{"object admitted, Connect", view{in: inObject, present: true, uid: "a", connect: true}, actConnect, 0},
+		{"object admitted, connected", view{in: inObject, present: true, uid: "a", connect: true, connected: true}, actNothing, 0},
 		{"object admitted again, same UID", view{in: inObject, present: true, uid: "a", admitted: "a", connect: true}, actConnect, 0},
 		{"object of another UID", view{in: inObject, present: true, uid: "b", admitted: "a", connect: true}, actRemove, 0},
 		{"object of another UID, no Connect", view{in: inObject, present: true, uid: "b", admitted: "a"}, actRemove, 0},

@@ -158,6 +158,9 @@ func (cc *clusterCache) GetHealthCheckingState(_ context.Context, key client.Obj
 // non-positive interval restores the defaults.
 func (cc *clusterCache) SetConnectionCreationRetryInterval(interval time.Duration) {
 	cc.retryInterval.Store(int64(max(interval, 0)))
+	if cc.admission != nil {
+		cc.admission.SetRetry(cc.retryDelay())
+	}
 }
 
 // forKey is the pool's ForKey: SetConnectionCreationRetryInterval's open

@@ -22,8 +22,10 @@
 // kube.Prober (GET /readyz every 10 s, 5 s timeout: Cluster API's cadence,
 // not clusterpool's, which lets live connections stand in for most
 // probes); a kube.SecretWatcher
-// that re-dials a cluster as soon as its kubeconfig Secret changes; and a
-// retry of failed dials. SetupWithManagerAndPolicy takes another
+// that re-dials a cluster as soon as its kubeconfig Secret changes. The
+// admission requeues a Cluster it admitted and the pool holds no client
+// for (kube.Admission.SetRetry), which retries a failed dial, as
+// ClusterCache's Reconcile does. SetupWithManagerAndPolicy takes another
 // kube.KubeconfigPolicy.
 //
 // Telemetry needs no line in main.go. Cluster API's series
@@ -92,7 +94,8 @@
 //
 // # What differs from Cluster API's ClusterCache
 //
-//   - Failed connects back off: a failed dial is retried after 5 s, and
+//   - Failed connects back off: a failed dial is retried after 5 s (the
+//     admission's requeue of a Cluster not connected), and
 //     after ProbeFailureThreshold (5) failures in a row the breaker opens
 //     for 5 s, doubling to 30 s (jittered), instead of a fixed 30 s; a dial
 //     that hangs to its 10 s deadline opens it at once for 30 s.

@@ -98,6 +98,10 @@ func SetupWithManagerAndPolicy(ctx context.Context, mgr manager.Manager, options
 func (cc *clusterCache) wire(mgr manager.Manager, options Options, controllerOptions controller.Options) error {
 	cc.admission = &kube.Admission{Pool: admissionPool{ClusterPool: cc.pool, removed: cc.metrics.forget},
 		Object: &clusterv1.Cluster{}, Connect: true, Name: ControllerName, Admit: admit(options.ClusterFilter)}
+	// A failed dial that left the breaker closed is retried by the
+	// admission's requeue (ClusterCache retries every
+	// ConnectionCreationRetryInterval); an open breaker probes itself.
+	cc.admission.SetRetry(cc.retryDelay())
 	cc.admitted = cc.admission.Admitted
 	cc.metrics.admitted = cc.admission.Admitted
 	cc.secrets = &kube.SecretWatcher{Informers: mgr.GetCache(), Pool: cc.pool, Connect: true, Admit: cc.admission.Admitted,
