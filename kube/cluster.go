@@ -118,37 +118,46 @@ func closeIdle(hc *http.Client) { utilnet.CloseIdleConnectionsFor(hc.Transport) 
 // The request holds no bulkhead slot, has no first-byte deadline and is not
 // reported to the breaker: the caller (the Prober) reports the outcome.
 func (c *Cluster) Readyz(ctx context.Context) error {
+	_, err := c.probeReadyz(ctx)
+	return err
+}
+
+// probeReadyz is Readyz, and whether the answer came over HTTP/1: a wire
+// without HTTP/2 PINGs, whose silence is no evidence (see Prober).
+func (c *Cluster) probeReadyz(ctx context.Context) (http1 bool, err error) {
 	return readyz(withClass(ctx, reqguard.Unreported), c.httpClient, c.config.Host)
 }
 
-// readyz checks host's /readyz with hc. Its errors quote no URL with
-// userinfo or a query (see redactURL).
-func readyz(ctx context.Context, hc *http.Client, host string) error {
+// readyz checks host's /readyz with hc, and reports whether the answer
+// came over HTTP/1. Its errors quote no URL with userinfo or a query (see
+// redactURL).
+func readyz(ctx context.Context, hc *http.Client, host string) (http1 bool, err error) {
 	u, err := url.Parse(host)
 	if err != nil {
-		return fmt.Errorf("kube: readyz: server URL does not parse")
+		return false, fmt.Errorf("kube: readyz: server URL does not parse")
 	}
 	u = u.JoinPath("readyz")
 	u.RawQuery, u.ForceQuery, u.Fragment = "", false, "" // client-go drops a server's query too
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return fmt.Errorf("kube: readyz request could not be made")
+		return false, fmt.Errorf("kube: readyz request could not be made")
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("kube: readyz: %w", redactURL(err))
+		return false, fmt.Errorf("kube: readyz: %w", redactURL(err))
 	}
 	defer resp.Body.Close()
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+	http1 = resp.ProtoMajor == 1
 	switch resp.StatusCode {
 	case http.StatusOK:
-		return nil
+		return http1, nil
 	case http.StatusUnauthorized:
-		return apierrors.NewUnauthorized("readyz: the cluster rejected the credentials")
+		return http1, apierrors.NewUnauthorized("readyz: the cluster rejected the credentials")
 	case http.StatusForbidden:
-		return apierrors.NewForbidden(schema.GroupResource{}, "readyz", fmt.Errorf("the cluster denied access"))
+		return http1, apierrors.NewForbidden(schema.GroupResource{}, "readyz", fmt.Errorf("the cluster denied access"))
 	}
-	return fmt.Errorf("kube: readyz: HTTP %d", resp.StatusCode)
+	return http1, fmt.Errorf("kube: readyz: HTTP %d", resp.StatusCode)
 }
 
 // redactURL returns err with the URL of its *url.Error (http.Client's,

@@ -105,6 +105,7 @@ type schedule struct {
 	readyz  time.Duration // the last GET /readyz's start (the dial's: 0)
 	retry   time.Duration // after a failed GET /readyz: none before this
 	suspect bool          // the last probe failed, or a connection was lost since
+	http1   bool          // the last GET /readyz answered over HTTP/1: no PINGs
 	phase   float64       // brings the first readyzEvery forward by this fraction
 
 	interval    time.Duration // ProberOptions.Interval
@@ -191,9 +192,10 @@ func decideProbed(v view) (action, time.Duration) {
 	return actReport, max(v.probe.interval, v.probe.wait())
 }
 
-// wait returns how long the tick may wait before GET /readyz is due. The
-// answer of a GET /readyz is a read too: a wire that only the probes read
-// (no HTTP/2 PINGs) gets one every 5/2 interval, docs/health.md.
+// wait returns how long the tick may wait before GET /readyz is due. A
+// wire's silence is evidence only if it pings (HTTP/2): an HTTP/1 wire
+// that only the probes read is quiet, not stale, and gets GET /readyz
+// every readyzEvery as any quiet cluster does (docs/health.md).
 func (s schedule) wait() time.Duration {
 	if s.suspect {
 		return max(s.retry-s.now, 0)
@@ -202,6 +204,9 @@ func (s schedule) wait() time.Duration {
 	if last == 0 { // the dial's
 		last -= time.Duration(s.phase * float64(s.readyzEvery))
 	}
-	at := min(s.read+s.interval*5/2, last+s.readyzEvery)
+	at := last + s.readyzEvery
+	if !s.http1 {
+		at = min(at, s.read+s.interval*5/2)
+	}
 	return max(at-s.now, 0)
 }

@@ -24,6 +24,7 @@ func TestDecideTable(t *testing.T) {
 	suspectEarly := suspect
 	suspectEarly.now = 24 * s
 	unwired := schedule{interval: 10 * s, readyzEvery: 60 * s}
+	http1 := func(sc schedule) schedule { sc.http1 = true; return sc }
 	failed := errors.New("readyz: 503")
 
 	cases := []struct {
@@ -60,12 +61,16 @@ func TestDecideTable(t *testing.T) {
 		{"tick, phase brings the first readyz forward", view{in: inTick, connected: true, probe: phased}, actNothing, 5 * s},
 		{"tick, quiet wire", view{in: inTick, connected: true, probe: quiet(30*s, 5*s, 0)}, actProbe, 0},
 		{"tick, quiet wire, not yet", view{in: inTick, connected: true, probe: quiet(20*s, 5*s, 0)}, actNothing, 10 * s},
+		{"tick, quiet HTTP/1 wire", view{in: inTick, connected: true, probe: http1(quiet(30*s, 5*s, 0))}, actNothing, 30 * s},
+		{"tick, quiet HTTP/1 wire, readyz due", view{in: inTick, connected: true, probe: http1(quiet(60*s, 5*s, 0))}, actProbe, 0},
 		{"tick, suspect, retry due", view{in: inTick, connected: true, probe: suspect}, actProbe, 0},
 		{"tick, suspect, retry not due", view{in: inTick, connected: true, probe: suspectEarly}, actNothing, 6 * s},
 
-		// The probe's outcome. A probe's answer is a read: a wire only the
-		// probes read gets the next one 5/2 Interval later.
+		// The probe's outcome. A probe's answer is a read: a wire that pings
+		// and only the probes read gets the next one 5/2 Interval later, an
+		// HTTP/1 wire (no PINGs) ReadyzInterval later.
 		{"probed ok, the answer was the only read", view{in: inProbed, connected: true, probe: quiet(30*s, 30*s, 30*s)}, actReport, 25 * s},
+		{"probed ok over HTTP/1, the answer was the only read", view{in: inProbed, connected: true, probe: http1(quiet(30*s, 30*s, 30*s))}, actReport, 60 * s},
 		{"probed ok, the wire answers", view{in: inProbed, connected: true, probe: quiet(60*s, 60*s, 60*s)}, actReport, 25 * s},
 		{"probed ok, no wire", view{in: inProbed, connected: true, probe: unwired}, actReport, 10 * s},
 		{"probed failed", view{in: inProbed, connected: true, probe: suspect, err: failed}, actReport, 10 * s},

@@ -188,7 +188,7 @@ func (d *Dialer) reach(ctx context.Context, key client.ObjectKey, cfg *rest.Conf
 	// The check has its own bound: no bulkhead slot, no first-byte deadline.
 	rctx, cancel := context.WithTimeout(withClass(ctx, reqguard.Unreported), d.opts.ReadyzTimeout)
 	defer cancel()
-	if err := readyz(rctx, hc, cfg.Host); err != nil {
+	if _, err := readyz(rctx, hc, cfg.Host); err != nil {
 		return nil, fmt.Errorf("kube: cluster %s not reachable: %w", key, err)
 	}
 	return hc, nil

@@ -51,6 +51,7 @@ type liveness struct {
 	readyz  atomic.Int64           // since born: the last GET /readyz's start (the dial's: 0)
 	suspect atomic.Bool            // the last probe failed, or a connection was lost since
 	retry   atomic.Int64           // since born: no GET /readyz before this after a failed one
+	http1   atomic.Bool            // the last GET /readyz answered over HTTP/1: no PINGs
 	lost    atomic.Pointer[func()] // see onLost
 	// phase, in [0, 1/2), shortens the first readyzEvery after the dial by
 	// that fraction of it, so that clusters dialed together (a manager's

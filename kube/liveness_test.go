@@ -123,7 +123,7 @@ func TestIdleConnectionGetsPings(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := readyz(context.Background(), hc, cfg.Host); err != nil {
+			if _, err := readyz(context.Background(), hc, cfg.Host); err != nil {
 				t.Fatal(err)
 			}
 			// The last request's frames are in: the next read is a PING's

@@ -54,8 +54,9 @@ type ProberOptions struct {
 // The wire stands in for most probes (docs/health.md): a Dialer's cluster
 // records when its connections last read bytes, the acks of the HTTP/2
 // PINGs an idle one gets every 20s included. GET /readyz goes when that
-// evidence is 5/2 Interval (I) old (a GET /readyz's answer is a read too,
-// so a wire that only the probes read gets one every 5/2 I), every
+// evidence is 5/2 Interval (I) old on a wire that pings (an HTTP/1 wire,
+// as the last GET /readyz's answer tells, has no PINGs: its silence is no
+// evidence, and a quiet one gets GET /readyz every ReadyzInterval), every
 // ReadyzInterval (the first after a dial sooner by a random phase of up to
 // half of it), every I while the cluster is suspect (its last probe failed
 // or it lost a connection), and at once when a connection ends by a read
@@ -170,10 +171,13 @@ func (pr *Prober) probe(ctx context.Context, key client.ObjectKey, q workqueue.T
 		lv.suspect.Store(false) // unless this probe fails, or a connection is lost meanwhile
 	}
 	pctx, cancel := context.WithTimeout(ctx, pr.opts.Timeout)
-	err := c.Readyz(pctx)
+	http1, err := c.probeReadyz(pctx)
 	cancel()
 	if ctx.Err() != nil {
 		return // shutting down: not the cluster's fault
+	}
+	if lv != nil && err == nil {
+		lv.http1.Store(http1)
 	}
 	if err != nil {
 		if lv != nil {
@@ -203,7 +207,7 @@ func (pr *Prober) schedule(lv *liveness) schedule {
 	}
 	s.wired, s.now, s.phase = true, lv.since(), lv.phase
 	s.read, s.readyz = time.Duration(lv.read.Load()), time.Duration(lv.readyz.Load())
-	s.retry, s.suspect = time.Duration(lv.retry.Load()), lv.suspect.Load()
+	s.retry, s.suspect, s.http1 = time.Duration(lv.retry.Load()), lv.suspect.Load(), lv.http1.Load()
 	return s
 }
 

@@ -131,6 +131,8 @@ type fakeAPIServer struct {
 	// wire, when set, records each answer as a read, as a Dialer's
 	// connection does.
 	wire *liveness
+	// proto is the answers' HTTP major version (0: unset).
+	proto int
 }
 
 func (s *fakeAPIServer) set(mode string) {
@@ -167,7 +169,10 @@ func (s *fakeAPIServer) RoundTrip(req *http.Request) (*http.Response, error) {
 	if mode == "503" {
 		code = http.StatusServiceUnavailable
 	}
-	return &http.Response{StatusCode: code, Body: io.NopCloser(strings.NewReader("ok")), Request: req}, nil
+	s.mu.Lock()
+	proto := s.proto
+	s.mu.Unlock()
+	return &http.Response{StatusCode: code, ProtoMajor: proto, Body: io.NopCloser(strings.NewReader("ok")), Request: req}, nil
 }
 
 type noConns struct{}
@@ -318,21 +323,33 @@ func TestProberProbesWhenTheWireIsQuiet(t *testing.T) {
 	})
 }
 
-// A probe's answer is a read (docs/health.md): a wire that only the
-// probes read is probed 5/2 Interval after each answer, not every
-// Interval.
+// A probe's answer is a read (docs/health.md). On a wire that pings
+// (HTTP/2), only the probes reading it means the PINGs go unanswered: it
+// is probed 5/2 Interval after each answer, not every Interval. An HTTP/1
+// wire has no PINGs: once an answer tells so, its silence is quiet, and
+// it gets GET /readyz every ReadyzInterval.
 func TestProberQuietWireReadOnlyByItsProbes(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		_, srv, lv := wiredProber(t, 0)
-		srv.mu.Lock()
-		srv.wire = lv
-		srv.mu.Unlock()
-		feed(t, lv, srv.origin, 4*time.Second, 32*time.Second)
-		at(srv.origin, 120*time.Second)
-		if got, want := srv.requests(), seconds(57, 82, 107); !slices.Equal(got, want) {
-			t.Errorf("readyz at %v, want %v (last read at 32s, then only the probes' answers)", got, want)
-		}
-	})
+	for _, tc := range []struct {
+		proto int
+		want  []time.Duration
+	}{
+		{2, seconds(57, 82, 107)},
+		{1, seconds(57, 117)},
+	} {
+		t.Run(fmt.Sprintf("HTTP/%d", tc.proto), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				_, srv, lv := wiredProber(t, 0)
+				srv.mu.Lock()
+				srv.wire, srv.proto = lv, tc.proto
+				srv.mu.Unlock()
+				feed(t, lv, srv.origin, 4*time.Second, 32*time.Second)
+				at(srv.origin, 120*time.Second)
+				if got := srv.requests(); !slices.Equal(got, tc.want) {
+					t.Errorf("readyz at %v, want %v (last read at 32s, then only the probes' answers)", got, tc.want)
+				}
+			})
+		})
+	}
 }
 
 // A failed probe makes the cluster suspect: probed at every tick, though
