@@ -85,11 +85,9 @@ type Admission struct {
 	admitted map[client.ObjectKey]types.UID // the UID admitted under each name
 }
 
-// admissionNames counts the default names handed out, per name.
-var admissionNames = struct {
-	sync.Mutex
-	n map[string]int
-}{n: map[string]int{}}
+// admissionNames counts the default names handed out, per name: a
+// sync.Map of *atomic.Int64, taking no lock of kube's.
+var admissionNames sync.Map
 
 // SetupWithManager adds the controller to mgr, with opts (e.g.
 // MaxConcurrentReconciles) and preds on Object's events (e.g. Cluster API's
@@ -128,10 +126,8 @@ func (a *Admission) SetupWithManager(mgr ctrl.Manager, opts controller.Options, 
 // with a count from the second call for one kind on.
 func defaultAdmissionName(kind string) string {
 	name := "clusterpool-admission-" + strings.ToLower(kind)
-	admissionNames.Lock()
-	defer admissionNames.Unlock()
-	admissionNames.n[name]++
-	if n := admissionNames.n[name]; n > 1 {
+	c, _ := admissionNames.LoadOrStore(name, new(atomic.Int64))
+	if n := c.(*atomic.Int64).Add(1); n > 1 {
 		return fmt.Sprintf("%s-%d", name, n)
 	}
 	return name

@@ -63,10 +63,9 @@
 //
 //  1. SecretWatcher.mu: the pending Secrets and those kept while a dial runs.
 //  2. Admission.mu: the admitted keys.
-//  3. admissionNames.Mutex: the default controller names handed out.
-//  4. rotator.mu: the live generations, their links' users, the TLS
+//  3. rotator.mu: the live generations, their links' users, the TLS
 //     settings, stopped.
-//  5. generation.mu: a generation's phase changes, open streams and timer.
+//  4. generation.mu: a generation's phase changes, open streams and timer.
 //
 // internal/watchgzip and internal/restmapper document their own locks,
 // leaves too. Two singleflights stand where a lock would be held across a

@@ -40,6 +40,12 @@ type ProberOptions struct {
 	Concurrency int
 	// Logger receives probe failures; the zero value discards them.
 	Logger logr.Logger
+	// Probed, when set, is told the outcome of each GET /readyz once the
+	// Prober has acted on it (Report, or Redial for an Unauthorized
+	// answer): nil for a success. It runs on the probing worker, under no
+	// lock: while it runs, that worker probes nothing. A panic in it is
+	// recovered and logged.
+	Probed func(key client.ObjectKey, err error)
 }
 
 // Prober checks the pool's connected clusters and feeds the results into
@@ -190,12 +196,27 @@ func (pr *Prober) probe(ctx context.Context, key client.ObjectKey, q workqueue.T
 		unauthorized: apierrors.IsUnauthorized(err)})
 	if act == actRedial {
 		pr.pool.Redial(key) // a new dial reads the credentials afresh; its Connected event schedules it
+		pr.probed(key, err)
 		return
 	}
 	pr.pool.Report(key, err)
+	pr.probed(key, err)
 	if _, ok := pr.pool.Peek(key); ok {
 		q.AddAfter(key, next)
 	}
+}
+
+// probed hands a probe's outcome to ProberOptions.Probed, if set.
+func (pr *Prober) probed(key client.ObjectKey, err error) {
+	if pr.opts.Probed == nil {
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			pr.opts.Logger.Error(nil, "ProberOptions.Probed panicked", "cluster", key.String(), "panic", r)
+		}
+	}()
+	pr.opts.Probed(key, err)
 }
 
 // schedule is lv's probe schedule now, under pr's options (nil: a cluster

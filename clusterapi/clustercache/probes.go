@@ -8,28 +8,6 @@ import (
 	"github.com/clusterpool/clusterpool/kube"
 )
 
-// proberPool is the pool as the Prober sees it: every call goes to the
-// pool, and each probe's outcome is then handed to probed. The Prober
-// reports every probe (Report: nil for a success), except an Unauthorized
-// one, on which it replaces the client by a new dial with fresh
-// credentials (Redial): a failed probe too.
-type proberPool struct {
-	kube.ClusterPool
-	probed func(key client.ObjectKey, ok bool)
-}
-
-// Report feeds the probe's outcome to the pool, then to probed.
-func (p proberPool) Report(key client.ObjectKey, err error) {
-	p.ClusterPool.Report(key, err)
-	p.probed(key, err == nil)
-}
-
-// Redial redials key after an Unauthorized probe, then tells probed.
-func (p proberPool) Redial(key client.ObjectKey) {
-	p.ClusterPool.Redial(key)
-	p.probed(key, false)
-}
-
 // admissionPool is the pool as the admission controller sees it: it
 // removes a cluster only when its Cluster is gone or filtered out, and
 // removed is then told.
@@ -47,67 +25,54 @@ func (p admissionPool) Remove(key client.ObjectKey) {
 // keySet is a set of cluster keys that one goroutine drains: adding never
 // blocks, a key added twice before the drain is there once, and a key
 // added while the drainer is busy is there at its next drain, so that
-// nothing is lost.
+// nothing is lost. It takes no lock of its own: add stores the key before
+// it signals ready, and take deletes each key it returns, so a key that
+// take's walk missed is still stored, and ready is signalled after it.
 type keySet struct {
-	mu    sync.Mutex
-	keys  map[client.ObjectKey]struct{}
-	ready chan struct{} // capacity 1: "keys is not empty"
+	keys  sync.Map      // client.ObjectKey → struct{}
+	ready chan struct{} // capacity 1: "keys may not be empty"
 }
 
-func newKeySet() *keySet {
-	return &keySet{keys: map[client.ObjectKey]struct{}{}, ready: make(chan struct{}, 1)}
-}
+func newKeySet() *keySet { return &keySet{ready: make(chan struct{}, 1)} }
 
 // add puts key in the set.
 func (s *keySet) add(key client.ObjectKey) {
-	s.mu.Lock()
-	s.keys[key] = struct{}{}
-	s.mu.Unlock()
+	s.keys.Store(key, struct{}{})
 	select {
 	case s.ready <- struct{}{}:
 	default:
 	}
 }
 
-// take empties the set and returns what it held.
+// take empties the set of what it holds now, and returns that.
 func (s *keySet) take() []client.ObjectKey {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]client.ObjectKey, 0, len(s.keys))
-	for k := range s.keys {
-		out = append(out, k)
-	}
-	clear(s.keys)
+	var out []client.ObjectKey
+	s.keys.Range(func(k, _ any) bool {
+		if _, ok := s.keys.LoadAndDelete(k); ok {
+			out = append(out, k.(client.ObjectKey))
+		}
+		return true
+	})
 	return out
 }
 
 // probeListeners are the started GetClusterSource sources that watch for
 // probe failures: each gets the keys of the probes made, in its keySet.
+// The zero value has none; it takes no lock of its own.
 type probeListeners struct {
-	mu   sync.Mutex
-	sets map[*keySet]struct{}
+	sets sync.Map // *keySet → struct{}
 }
 
 // listen adds s; the returned func removes it.
 func (l *probeListeners) listen(s *keySet) (stop func()) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.sets == nil {
-		l.sets = map[*keySet]struct{}{}
-	}
-	l.sets[s] = struct{}{}
-	return func() {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		delete(l.sets, s)
-	}
+	l.sets.Store(s, struct{}{})
+	return func() { l.sets.Delete(s) }
 }
 
 // probed tells every listener that key was probed.
 func (l *probeListeners) probed(key client.ObjectKey) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for s := range l.sets {
-		s.add(key)
-	}
+	l.sets.Range(func(s, _ any) bool {
+		s.(*keySet).add(key)
+		return true
+	})
 }

@@ -109,8 +109,8 @@ func (cc *clusterCache) wire(mgr manager.Manager, options Options, controllerOpt
 	var err error
 	// ReadyzInterval = Interval: a GET /readyz at every tick, Cluster API's
 	// cadence, so that capi_cluster_cache_healthchecks_total counts as it does.
-	cc.prober, err = kube.NewProber(proberPool{ClusterPool: cc.pool, probed: cc.probed},
-		kube.ProberOptions{Interval: ProbeInterval, ReadyzInterval: ProbeInterval, Timeout: ProbeTimeout, Logger: cc.log})
+	cc.prober, err = kube.NewProber(cc.pool, kube.ProberOptions{Interval: ProbeInterval, ReadyzInterval: ProbeInterval,
+		Timeout: ProbeTimeout, Logger: cc.log, Probed: cc.probed})
 	if err == nil {
 		err = mgr.Add(cc)
 	}
@@ -134,10 +134,10 @@ func (cc *clusterCache) poolOptions(maxDials int, tel telemetry) pool.Options[cl
 	}
 }
 
-// probed records a health probe of key: its series, and a check of the
-// sources' WatchForProbeFailure events.
-func (cc *clusterCache) probed(key client.ObjectKey, ok bool) {
-	cc.metrics.probe(key, ok)
+// probed records a health probe of key (the Prober's Probed): its series,
+// and a check of the sources' WatchForProbeFailure events.
+func (cc *clusterCache) probed(key client.ObjectKey, err error) {
+	cc.metrics.probe(key, err == nil)
 	cc.probes.probed(key)
 }
 

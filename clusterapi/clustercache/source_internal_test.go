@@ -93,7 +93,8 @@ func (r *sourceRig) connect(t *testing.T, names ...string) {
 
 // probe reports a health probe of the cluster as the Prober does.
 func (r *sourceRig) probe(name string, err error) {
-	proberPool{ClusterPool: r.cc.pool, probed: r.cc.probed}.Report(key(name), err)
+	r.cc.pool.Report(key(name), err)
+	r.cc.probed(key(name), err)
 }
 
 // take returns the names of the requests queued, and empties the queue.
