@@ -103,32 +103,41 @@ func NewProber(p ClusterPool, opts ProberOptions) (*Prober, error) {
 	return &Prober{pool: p, opts: opts}, nil
 }
 
-// Start probes until ctx is done, then waits for probes in flight.
+// Start probes until ctx is done or the pool closes, then waits for
+// probes in flight.
 func (pr *Prober) Start(ctx context.Context) error {
+	track, stop := pr.start(ctx)
+	defer stop()
+	follow(ctx, pr.pool, pr.trackConnected(track), func(ev pool.Event[client.ObjectKey]) {
+		if ev.Type == pool.Connected {
+			track(ev.Key)
+		}
+	}, nil, nil)
+	return nil
+}
+
+// start starts the workers on a new queue; track schedules a connected
+// cluster's first tick, stop shuts the queue down and waits for the
+// workers.
+func (pr *Prober) start(ctx context.Context) (track func(client.ObjectKey), stop func()) {
 	q := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[client.ObjectKey]{})
-	events := pr.pool.Subscribe(ctx)
-	// Clusters connected before the subscription: their Connected events
-	// are gone.
-	for _, key := range pr.pool.Keys() {
-		pr.track(key, q)
-	}
 	var workers sync.WaitGroup
 	for range pr.opts.Concurrency {
 		workers.Go(func() { pr.work(ctx, q) })
 	}
-	defer workers.Wait()
-	defer q.ShutDown()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case ev, ok := <-events:
-			if !ok {
-				return nil
-			}
-			if ev.Type == pool.Connected {
-				pr.track(ev.Key, q)
-			}
+	return func(key client.ObjectKey) { pr.track(key, q) }, func() {
+		q.ShutDown()
+		workers.Wait()
+	}
+}
+
+// trackConnected returns the func that tracks the clusters connected
+// before the subscription to the pool's events: their Connected events
+// are gone.
+func (pr *Prober) trackConnected(track func(client.ObjectKey)) func() {
+	return func() {
+		for _, key := range pr.pool.Keys() {
+			track(key)
 		}
 	}
 }

@@ -110,6 +110,12 @@ func revisionOf(s *corev1.Secret) string { return KubeconfigRevision(s.Data[Kube
 // Start registers the handler, acts on the changed Secrets and the pool's
 // events, and returns once ctx is done.
 func (w *SecretWatcher) Start(ctx context.Context) error {
+	return w.run(ctx, nil, func(pool.Event[client.ObjectKey]) {})
+}
+
+// run is Start, calling subscribed once subscribed to the pool (if set),
+// and handing each pool event to also once the watcher has acted on it.
+func (w *SecretWatcher) run(ctx context.Context, subscribed func(), also func(pool.Event[client.ObjectKey])) error {
 	inf, err := w.Informers.GetInformer(ctx, &corev1.Secret{})
 	if err != nil {
 		return fmt.Errorf("kube: Secret informer: %w", err)
@@ -125,22 +131,12 @@ func (w *SecretWatcher) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("kube: Secret handler: %w", err)
 	}
-	events, wake := w.Pool.Subscribe(ctx), w.wakeup()
-	for {
-		select {
-		case ev, ok := <-events:
-			if !ok { // the pool closed: nothing connects any more
-				events = nil
-				continue
-			}
-			w.drain() // the Secrets that changed before the event first
-			w.event(ev)
-		case <-wake:
-			w.drain()
-		case <-ctx.Done():
-			return inf.RemoveEventHandler(reg)
-		}
-	}
+	follow(ctx, w.Pool, subscribed, func(ev pool.Event[client.ObjectKey]) {
+		w.drain() // the Secrets that changed before the event first
+		w.event(ev)
+		also(ev)
+	}, w.wakeup(), w.drain)
+	return inf.RemoveEventHandler(reg)
 }
 
 // wakeup returns the channel that says Secrets are pending.

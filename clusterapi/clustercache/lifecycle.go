@@ -2,15 +2,18 @@ package clustercache
 
 import (
 	"context"
-	"errors"
-	"sync"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/clusterpool/clusterpool/kube"
+	"github.com/clusterpool/clusterpool/pool"
 )
 
-// Start runs the prober and the kubeconfig Secret watcher until ctx is
-// done or Shutdown is called, then closes the
-// pool. SetupWithManager adds it to the manager.
+// Start runs the prober and the kubeconfig Secret watcher (one
+// kube.Reconciler, whose events also set connection_up) and the trace
+// export until ctx is done or Shutdown is called, then closes the pool and
+// flushes the traces. SetupWithManager adds it to the manager.
 func (cc *clusterCache) Start(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -21,14 +24,14 @@ func (cc *clusterCache) Start(ctx context.Context) error {
 		case <-ctx.Done():
 		}
 	}()
-	defer cc.startTelemetry(ctx)()
-	errs := make([]error, 2)
-	var wg sync.WaitGroup
-	wg.Go(func() { errs[0] = cc.prober.Start(ctx) })
-	wg.Go(func() { errs[1] = cc.secrets.Start(ctx) })
-	wg.Wait()
+	cc.traces.start(ctx, cc.log)
+	defer cc.traces.stop(cc.log)
+	r := kube.Reconciler{Secrets: cc.secrets, Prober: cc.prober,
+		OnSubscribed: func() { cc.metrics.held(cc.pool) },
+		OnEvent:      func(ev pool.Event[client.ObjectKey]) { cc.metrics.connection(ev.Key, ev.Connected) }}
+	err := r.Start(ctx)
 	cc.shutdownPool()
-	return errors.Join(errs...)
+	return err
 }
 
 // NeedLeaderElection reports false: the runnable serves whichever replica

@@ -1,7 +1,6 @@
 package clustercache
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -110,12 +109,12 @@ func (m *clusterMetrics) forget(key client.ObjectKey) {
 	healthChecksTotal.DeleteLabelValues(key.Name, key.Namespace, statusError)
 }
 
-// run sets connection_up from events until ctx is done or the pool
-// closes. Each event carries the cluster's state after it, so the last
-// one of a cluster (events coalesce) gives the gauge's value; a cluster
-// the pool already held when the subscription began is set from its
-// state first.
-func (m *clusterMetrics) run(ctx context.Context, events <-chan pool.Event[client.ObjectKey], p interface {
+// held sets connection_up of the clusters the pool held when the
+// subscription to its events began (their events are gone); afterwards
+// each event sets it (connection, from the reconciler's OnEvent). Each
+// event carries the cluster's state after it, so the last one of a
+// cluster (events coalesce) gives the gauge's value.
+func (m *clusterMetrics) held(p interface {
 	Keys() []client.ObjectKey
 	State(client.ObjectKey) pool.ClusterState
 }) {
@@ -123,33 +122,5 @@ func (m *clusterMetrics) run(ctx context.Context, events <-chan pool.Event[clien
 		if st := p.State(key); st.Connected || !st.LastProbe.IsZero() {
 			m.connection(key, st.Connected)
 		}
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case ev, ok := <-events:
-			if !ok {
-				return
-			}
-			m.connection(ev.Key, ev.Connected)
-		}
-	}
-}
-
-// startTelemetry starts what Start runs besides the pool: the trace export
-// and the connection_up updates. The returned func waits for the latter
-// to end (ctx done or the pool closed), then flushes and stops the former.
-func (cc *clusterCache) startTelemetry(ctx context.Context) (stop func()) {
-	cc.traces.start(ctx, cc.log)
-	events := cc.pool.Subscribe(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		cc.metrics.run(ctx, events, cc.pool)
-	}()
-	return func() {
-		<-done
-		cc.traces.stop(cc.log)
 	}
 }

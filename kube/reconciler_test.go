@@ -1,0 +1,90 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/clusterpool/clusterpool/pool"
+)
+
+// countingPool counts the subscriptions to its events.
+type countingPool struct {
+	*fakePool
+	subs atomic.Int32
+}
+
+func (c *countingPool) Subscribe(ctx context.Context) <-chan pool.Event[client.ObjectKey] {
+	c.subs.Add(1)
+	return c.fakePool.Subscribe(ctx)
+}
+
+// A Reconciler runs the watcher and the Prober on one subscription: the
+// Prober probes a cluster connected before it (found once subscribed) and
+// one whose Connected event comes later, and OnEvent gets each event,
+// after OnSubscribed.
+func TestReconcilerSharesOneSubscription(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &fakeAPIServer{origin: time.Now(), mode: "ok"}
+		cp := &countingPool{fakePool: newFakePool()}
+		done := make(chan struct{})
+		close(done)
+		cluster := func(name string) *Cluster {
+			return &Cluster{Key: client.ObjectKey{Namespace: "f", Name: name}, config: &rest.Config{Host: "https://x.invalid"},
+				httpClient: &http.Client{Transport: srv}, cancel: func() {}, done: done}
+		}
+		early, late := cluster("early"), cluster("late")
+		cp.connect(early)
+		var mu sync.Mutex
+		var log []string
+		note := func(s string) {
+			mu.Lock()
+			defer mu.Unlock()
+			if !slices.Contains(log, s) {
+				log = append(log, s)
+			}
+		}
+		pr, err := NewProber(cp, ProberOptions{Interval: 10 * time.Second,
+			Probed: func(key client.ObjectKey, _ error) { note("probed " + key.Name) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := &Reconciler{Secrets: &SecretWatcher{Informers: newFakeInformers(), Pool: cp}, Prober: pr,
+			OnSubscribed: func() { note("subscribed") },
+			OnEvent:      func(ev pool.Event[client.ObjectKey]) { note(ev.Type.String() + " " + ev.Key.Name) }}
+		ctx, cancel := context.WithCancel(context.Background())
+		stopped := make(chan error)
+		go func() { stopped <- r.Start(ctx) }()
+		at(srv.origin, 15*time.Second)
+		cp.connect(late)
+		cp.events <- pool.Event[client.ObjectKey]{Type: pool.Connected, Key: late.Key, Connected: true}
+		at(srv.origin, 30*time.Second)
+		cancel()
+		if err := <-stopped; err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"subscribed", "probed early", "Connected late", "probed late"}
+		if !slices.Equal(log, want) {
+			t.Errorf("saw %v, want %v", log, want)
+		}
+		if n := cp.subs.Load(); n != 1 {
+			t.Errorf("%d subscriptions to the pool's events, want 1", n)
+		}
+	})
+}
+
+// A Reconciler without Secrets does not start.
+func TestReconcilerNeedsSecrets(t *testing.T) {
+	if err := (&Reconciler{}).Start(context.Background()); !errors.Is(err, ErrInvalidOptions) {
+		t.Errorf("Start = %v, want ErrInvalidOptions", err)
+	}
+}
