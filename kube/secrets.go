@@ -207,14 +207,20 @@ func kubeconfigSecretOf(obj any) (*corev1.Secret, client.ObjectKey, bool) {
 }
 
 // event acts on the end of a dial during which a Secret changed, and
-// forgets that Secret when the cluster is removed.
+// forgets that Secret when the cluster is removed. Every end of a dial is
+// an event (Connected, DialFailed, BreakerOpened: see pool.DialFailed),
+// and the latest event of a cluster is never lost: an event that starts
+// a dial (BreakerHalfOpen, Redialed) keeps the Secret for that dial's end.
+// A dial that starts after the event sends none: the decision on the
+// Secret then finds it dialing and keeps the Secret again.
 func (w *SecretWatcher) event(ev pool.Event[client.ObjectKey]) {
-	if ev.Type == pool.Removed {
+	switch ev.Type {
+	case pool.Removed:
 		w.take(ev.Key)
 		return
-	}
-	if !w.holds(ev.Key) || w.Pool.State(ev.Key).Dialing { // none kept, or a dial still runs
-		return
+	case pool.Connected, pool.DialFailed, pool.BreakerOpened:
+	default:
+		return // no dial ended
 	}
 	if ch, ok := w.take(ev.Key); ok {
 		w.dialEnded(ev.Key, ch)

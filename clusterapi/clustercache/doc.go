@@ -23,6 +23,10 @@
 // not clusterpool's, which lets live connections stand in for most
 // probes); a kube.SecretWatcher
 // that re-dials a cluster as soon as its kubeconfig Secret changes. The
+// watcher and the Prober run as one kube.Reconciler, on one subscription
+// to the pool's events, which also sets connection_up; each probe's
+// outcome reaches the series and GetClusterSource through
+// kube.ProberOptions.Probed. The
 // admission requeues a Cluster it admitted and the pool holds no client
 // for (kube.Admission.SetRetry), which retries a failed dial, as
 // ClusterCache's Reconcile does. SetupWithManagerAndPolicy takes another
