@@ -81,8 +81,10 @@ type Admission struct {
 	reader   client.Reader
 	retry    atomic.Int64 // SetRetry's time.Duration
 	cached   cachedUIDs   // the UIDs in the manager's cache, for Current
-	mu       sync.RWMutex
-	admitted map[client.ObjectKey]types.UID // the UID admitted under each name
+	// admitted holds the UID admitted under each name (client.ObjectKey →
+	// types.UID): read by every Admitted and UID, written by Reconcile
+	// (one at a time per key), with no lock of kube's.
+	admitted sync.Map
 }
 
 // admissionNames counts the default names handed out, per name: a
@@ -134,12 +136,10 @@ func defaultAdmissionName(kind string) string {
 }
 
 // Admitted reports whether the cluster is admitted: its object exists and
-// Admit accepted it when last reconciled. It is safe
-// for concurrent use and takes a read lock only.
+// Admit accepted it when last reconciled. It is safe for concurrent use
+// and takes no lock.
 func (a *Admission) Admitted(key client.ObjectKey) bool {
-	a.mu.RLock()
-	defer a.mu.RUnlock()
-	_, ok := a.admitted[key]
+	_, ok := a.admitted.Load(key)
 	return ok
 }
 
@@ -189,9 +189,7 @@ func (a *Admission) Reconcile(ctx context.Context, req reconcile.Request) (recon
 // refuse forgets key, then acts on decide's answer: from then on callers
 // that check Admitted do not ask for it.
 func (a *Admission) refuse(key client.ObjectKey) {
-	a.mu.Lock()
-	delete(a.admitted, key)
-	a.mu.Unlock()
+	a.admitted.Delete(key)
 	a.act(key, view{in: inObject})
 }
 
@@ -200,13 +198,10 @@ func (a *Admission) refuse(key client.ObjectKey) {
 // If another UID was admitted under key, the pool's cluster is that
 // object's: it is removed first.
 func (a *Admission) admit(key client.ObjectKey, uid types.UID) {
-	a.mu.Lock()
-	if a.admitted == nil {
-		a.admitted = map[client.ObjectKey]types.UID{}
+	var prev types.UID
+	if v, ok := a.admitted.Swap(key, uid); ok {
+		prev, _ = v.(types.UID)
 	}
-	prev := a.admitted[key]
-	a.admitted[key] = uid
-	a.mu.Unlock()
 	_, connected := a.Pool.Peek(key)
 	a.act(key, view{in: inObject, present: true, uid: uid, admitted: prev, connect: a.Connect, connected: connected})
 }

@@ -413,7 +413,8 @@ func TestAdmissionRetriesAFailedDial(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		key := func(name string) client.ObjectKey { return client.ObjectKey{Namespace: "f", Name: name} }
 		fp := newFakePool()
-		a := &Admission{Pool: fp, Connect: true, admitted: map[client.ObjectKey]types.UID{key("a"): "a"}}
+		a := &Admission{Pool: fp, Connect: true}
+		a.admitted.Store(key("a"), types.UID("a"))
 		a.SetRetry(5 * time.Second)
 		q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 		defer q.ShutDown()

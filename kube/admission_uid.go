@@ -25,12 +25,11 @@ import (
 //   - Admission.Current compares a Cluster's UID with it.
 
 // UID returns the UID of the object admitted under key, or "" if key is
-// not admitted. Pass it as DialerOptions.ObjectUID. It takes a read lock
-// only.
+// not admitted. Pass it as DialerOptions.ObjectUID. It takes no lock.
 func (a *Admission) UID(key client.ObjectKey) types.UID {
-	a.mu.RLock()
-	defer a.mu.RUnlock()
-	return a.admitted[key]
+	v, _ := a.admitted.Load(key)
+	uid, _ := v.(types.UID)
+	return uid
 }
 
 // Current reports whether c was dialed for the object that the manager's

@@ -65,10 +65,12 @@
 // unlock). Each is held for a few map or field operations:
 //
 //  1. SecretWatcher.mu: the pending Secrets and those kept while a dial runs.
-//  2. Admission.mu: the admitted keys.
-//  3. rotator.mu: the live generations, their links' users, the TLS
+//  2. rotator.mu: the live generations, their links' users, the TLS
 //     settings, stopped.
-//  4. generation.mu: a generation's phase changes, open streams and timer.
+//  3. generation.mu: a generation's phase changes, open streams and timer.
+//
+// Admission's admitted UIDs and cachedUIDs are sync.Maps, written one
+// key at a time, and take no lock of kube's.
 //
 // internal/watchgzip and internal/restmapper document their own locks,
 // leaves too. Two singleflights stand where a lock would be held across a
