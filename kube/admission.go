@@ -78,9 +78,9 @@ type Admission struct {
 	// controller-runtime refuses two controllers of one name.
 	Name string
 
-	reader   client.Reader
-	retry    atomic.Int64 // SetRetry's time.Duration
-	cached   cachedUIDs   // the UIDs in the manager's cache, for Current
+	reader client.Reader
+	retry  atomic.Int64 // SetRetry's time.Duration
+	cached cachedUIDs   // the UIDs in the manager's cache, for Current
 	// admitted holds the UID admitted under each name (client.ObjectKey →
 	// types.UID): read by every Admitted and UID, written by Reconcile
 	// (one at a time per key), with no lock of kube's.
