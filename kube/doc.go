@@ -51,8 +51,8 @@
 //   - Admission (admission.go), Source (source.go), Requeue (requeue.go):
 //     which clusters may be dialed, reconcile triggers, reconcile results.
 //   - Reconciler (reconciler.go): a SecretWatcher and a Prober on one
-//     subscription to the pool's events; follow (events.go) is kube's one
-//     loop over a subscription.
+//     subscription to the pool's events; follow (events.go) is their loop
+//     over a subscription.
 //   - internal/restmapper: each cluster's default RESTMapper, one mapping
 //     shared per distinct discovery; internal/cachedread: Cluster.Client,
 //     the Uncached client reading through the cache.

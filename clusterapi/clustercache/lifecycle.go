@@ -3,15 +3,13 @@ package clustercache
 import (
 	"context"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/clusterpool/clusterpool/kube"
-	"github.com/clusterpool/clusterpool/pool"
 )
 
 // Start runs the prober and the kubeconfig Secret watcher (one
-// kube.Reconciler, whose events also set connection_up) and the trace
+// kube.Reconciler, whose events also feed the metrics) and the trace
 // export until ctx is done or Shutdown is called, then closes the pool and
 // flushes the traces. SetupWithManager adds it to the manager.
 func (cc *clusterCache) Start(ctx context.Context) error {
@@ -28,7 +26,7 @@ func (cc *clusterCache) Start(ctx context.Context) error {
 	defer cc.traces.stop(cc.log)
 	r := kube.Reconciler{Secrets: cc.secrets, Prober: cc.prober,
 		OnSubscribed: func() { cc.metrics.held(cc.pool) },
-		OnEvent:      func(ev pool.Event[client.ObjectKey]) { cc.metrics.connection(ev.Key, ev.Connected) }}
+		OnEvent:      cc.metrics.event}
 	err := r.Start(ctx)
 	cc.shutdownPool()
 	return err

@@ -61,12 +61,12 @@ func takeOverMetrics() error {
 // clusterMetrics sets the series of admitted clusters: connection_up from
 // the pool's events (1 once connected, 0 after a failed connect or a
 // disconnect), healthcheck and healthchecks_total from each probe the
-// Prober makes; forget deletes a cluster's series once its Cluster is
-// gone or filtered out (Cluster API's cleanupMetricsForCluster). mu
-// orders the updates of a cluster after its forget: the admission forgets
-// a cluster (Admitted turns false) before it removes it from the pool,
-// and an update checks Admitted under mu, so none recreates a deleted
-// series.
+// Prober makes; the Removed event of a cluster no longer admitted deletes
+// its series (its Cluster is gone or filtered out: Cluster API's
+// cleanupMetricsForCluster). mu orders the updates of a cluster after its
+// forget: the admission forgets a cluster (Admitted turns false) before
+// it removes it from the pool, and an update checks Admitted under mu, so
+// none recreates a deleted series.
 type clusterMetrics struct {
 	mu       sync.Mutex
 	admitted func(client.ObjectKey) bool
@@ -97,6 +97,16 @@ func (m *clusterMetrics) probe(key client.ObjectKey, ok bool) {
 		healthCheck.WithLabelValues(key.Name, key.Namespace).Set(v)
 		healthChecksTotal.WithLabelValues(key.Name, key.Namespace, status).Inc()
 	}
+}
+
+// event is the reconciler's OnEvent: key's connection_up, or the deletion
+// of its series once it is removed and no longer admitted.
+func (m *clusterMetrics) event(ev pool.Event[client.ObjectKey]) {
+	if ev.Type == pool.Removed && !m.admitted(ev.Key) {
+		m.forget(ev.Key)
+		return
+	}
+	m.connection(ev.Key, ev.Connected)
 }
 
 // forget deletes key's series.

@@ -4,23 +4,7 @@ import (
 	"sync"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/clusterpool/clusterpool/kube"
 )
-
-// admissionPool is the pool as the admission controller sees it: it
-// removes a cluster only when its Cluster is gone or filtered out, and
-// removed is then told.
-type admissionPool struct {
-	kube.ClusterPool
-	removed func(key client.ObjectKey)
-}
-
-// Remove removes key from the pool, then tells removed.
-func (p admissionPool) Remove(key client.ObjectKey) {
-	p.ClusterPool.Remove(key)
-	p.removed(key)
-}
 
 // keySet is a set of cluster keys that one goroutine drains: adding never
 // blocks, a key added twice before the drain is there once, and a key

@@ -96,7 +96,7 @@ func SetupWithManagerAndPolicy(ctx context.Context, mgr manager.Manager, options
 // wire builds the admission controller, the Secret watcher and the
 // prober around cc's pool, and adds them and cc to mgr.
 func (cc *clusterCache) wire(mgr manager.Manager, options Options, controllerOptions controller.Options) error {
-	cc.admission = &kube.Admission{Pool: admissionPool{ClusterPool: cc.pool, removed: cc.metrics.forget},
+	cc.admission = &kube.Admission{Pool: cc.pool,
 		Object: &clusterv1.Cluster{}, Connect: true, Name: ControllerName, Admit: admit(options.ClusterFilter)}
 	// A failed dial that left the breaker closed is retried by the
 	// admission's requeue (ClusterCache retries every
