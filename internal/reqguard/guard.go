@@ -68,6 +68,9 @@ type Settings struct {
 	// MaxInFlight caps the Counted requests in flight while the cluster
 	// is not answering as usual (see responsiveLocked); 0 means no cap.
 	MaxInFlight int
+	// Slow caps the Counted requests in flight by a limit that adapts to
+	// the cluster's latency (see slowlimit.go); the zero value is off.
+	Slow SlowLimit
 	// MinFirstByte and MaxFirstByte clamp the learned first-byte deadline
 	// of Counted requests; MinFirstByte 0 means no deadline. MaxFirstByte
 	// is also the bound on how long a request holds its slot once its
@@ -104,6 +107,7 @@ type Guard struct {
 	flights map[*Flight]struct{}
 	counted int
 	est     estimator
+	grad    gradient // the slow-cluster rule's state (slowlimit.go)
 	// lastAnswer is when response headers last arrived, of any request.
 	lastAnswer time.Time
 	// timeouts counts first-byte timeouts since the last answer; each
@@ -126,6 +130,7 @@ func New(s Settings) *Guard {
 	if s.Stopped == nil {
 		s.Stopped = func() error { return StoppedError(s.Cluster, pool.ClusterState{}, 0) }
 	}
+	s.Slow = s.Slow.normalized()
 	return &Guard{s: s, flights: map[*Flight]struct{}{}}
 }
 
@@ -180,8 +185,7 @@ func (g *Guard) Begin(ctx context.Context, c Class) (context.Context, *Flight, e
 			return nil, nil, err
 		}
 	}
-	if c.counted() && g.s.MaxInFlight > 0 && g.counted >= g.s.MaxInFlight && !g.responsiveLocked(now) {
-		at := g.slotFreeLocked(now)
+	if at, full := g.fullLocked(c, now); full {
 		g.mu.Unlock()
 		err := &pool.Error{Kind: ErrBulkheadFull, Cluster: g.s.Cluster, RetryAt: at}
 		g.s.Metrics.rejected(ctx, g.s.Cluster, err)
@@ -196,6 +200,20 @@ func (g *Guard) Begin(ctx context.Context, c Class) (context.Context, *Flight, e
 	}
 	g.mu.Unlock()
 	return fctx, f, nil
+}
+
+// fullLocked reports whether a request of class c beginning at now finds
+// the bulkhead full, and if so when to come back: a Counted request over
+// MaxInFlight while the cluster is not answering as usual, or over the
+// slow-cluster limit (see slowFullLocked).
+func (g *Guard) fullLocked(c Class, now time.Time) (time.Time, bool) {
+	switch {
+	case !c.counted():
+		return time.Time{}, false
+	case g.s.MaxInFlight > 0 && g.counted >= g.s.MaxInFlight && !g.responsiveLocked(now):
+		return g.slotFreeLocked(now), true
+	}
+	return g.slowFullLocked(now)
 }
 
 // Responsive reports whether the cluster is answering as usual, in which
