@@ -237,7 +237,23 @@ func TestSlowClusterHoldsOnlyItsShare(t *testing.T) {
 	settle(t, "300 rounds once settled", r.failed, report, func() bool { return r.settledTries.Load() >= 300 })
 	w.halt()
 	healthyLimit := healthy.guard.Limit()
+	r.check(t, healthyLimit)
+	recoverSlow(t, proxies["slow"], slow)
+	for _, c := range []grayCluster{healthy, slow} {
+		if s := p.State(c.Key); s.Breaker != breaker.StateClosed || s.WindowFailures != 0 || s.ConsecutiveFailures != 0 {
+			t.Fatalf("%s: %+v, want its breaker closed with nothing counted", c.Key, s)
+		}
+	}
+	t.Logf("slow cluster: %d answered, %d refused; settled max in flight %d; healthy limit %d", r.slowAnswered.Load(),
+		r.slowRefused.Load(), r.maxSettled.Load(), healthyLimit)
+}
 
+// check fails t unless, while the slow cluster was slow, every request
+// to the healthy cluster succeeded and its limit, healthyLimit, stayed
+// above the workers, and the slow cluster's requests failed only by its
+// limit, and held at most its floor of workers once settled.
+func (r *shareRun) check(t *testing.T, healthyLimit int) {
+	t.Helper()
 	if n := r.healthyBad.Load(); n > 0 {
 		t.Fatalf("%d requests to the healthy cluster failed or were refused; first: %v", n, r.firstBad.get())
 	}
@@ -251,17 +267,23 @@ func TestSlowClusterHoldsOnlyItsShare(t *testing.T) {
 	if heldBack(healthyLimit) {
 		t.Fatalf("the healthy cluster's limit is %d, want above the %d workers", healthyLimit, slowWorkers)
 	}
+}
 
-	if err := proxies["slow"].Set(grayproxy.PassFault()); err != nil {
+// recoverSlow lifts proxy's fault and has the workers read the slow
+// cluster alone until its limit is above twice its floor; every request
+// must succeed but those refused by the limit, whose RetryAfter a worker
+// waits out as a requeue would (a busy loop on refusals would starve the
+// apiserver).
+func recoverSlow(t *testing.T, proxy *grayproxy.Proxy, slow grayCluster) {
+	t.Helper()
+	if err := proxy.Set(grayproxy.PassFault()); err != nil {
 		t.Fatal(err)
 	}
-	var recoveryBad atomic.Int64
-	var firstRecoveryBad firstError
-	w = startWorkers(func(stop <-chan struct{}) {
+	var bad atomic.Int64
+	var first firstError
+	w := startWorkers(func(stop <-chan struct{}) {
 		err := getNS(slow.cs)
 		if d, ok := pool.RetryAfter(err); ok && errors.Is(err, ErrBulkheadFull) {
-			// A worker with nothing else to do waits for the requeue: a
-			// busy loop on refusals would starve the apiserver.
 			select {
 			case <-time.After(d):
 			case <-stop:
@@ -269,27 +291,20 @@ func TestSlowClusterHoldsOnlyItsShare(t *testing.T) {
 			return
 		}
 		if err != nil {
-			recoveryBad.Add(1)
-			firstRecoveryBad.set(err)
+			bad.Add(1)
+			first.set(err)
 		}
 	})
 	defer w.halt()
-	settle(t, "the slow cluster's limit rising once it answers as usual", func() bool { return recoveryBad.Load() > 0 },
+	settle(t, "the slow cluster's limit rising once it answers as usual", func() bool { return bad.Load() > 0 },
 		func() string {
-			return fmt.Sprintf("limit %d; %d failures, first %v", slow.guard.Limit(), recoveryBad.Load(), firstRecoveryBad.get())
+			return fmt.Sprintf("limit %d; %d failures, first %v", slow.guard.Limit(), bad.Load(), first.get())
 		},
 		func() bool { return slow.guard.Limit() > 2*DefaultMinLimit })
 	w.halt()
-	if n := recoveryBad.Load(); n > 0 {
-		t.Fatalf("%d requests to the recovered cluster failed by other than its limit; first: %v", n, firstRecoveryBad.get())
+	if n := bad.Load(); n > 0 {
+		t.Fatalf("%d requests to the recovered cluster failed by other than its limit; first: %v", n, first.get())
 	}
-	for _, c := range []grayCluster{healthy, slow} {
-		if s := p.State(c.Key); s.Breaker != breaker.StateClosed || s.WindowFailures != 0 || s.ConsecutiveFailures != 0 {
-			t.Fatalf("%s: %+v, want its breaker closed with nothing counted", c.Key, s)
-		}
-	}
-	t.Logf("slow cluster: %d answered, %d refused; settled max in flight %d; healthy limit %d", r.slowAnswered.Load(),
-		r.slowRefused.Load(), r.maxSettled.Load(), healthyLimit)
 }
 
 // warmUp has the workers read each cluster in turn, at the concurrency of

@@ -22,17 +22,22 @@ import (
 // the time between windows (time constant SlowLimit.Baseline, so that how
 // fast a lasting slowdown becomes usual does not depend on how many
 // requests the cluster gets; one window weighs at most an eighth, so that
-// the first window after an idle time does not replace it), falling faster when the cluster is far faster
-// than its baseline (its first answers, with connection setup, were slow).
+// the first window after an idle time does not replace it), falling
+// faster when the cluster is far faster than its baseline (its first
+// answers, with connection setup, were slow).
 //
-// At each window after the warm-up the limit moves by the gradient
-// g = Tolerance × baseline / recent, clamped to [1/2, 1]: a cluster within
-// Tolerance of its baseline (g = 1) sees its limit rise by half a request a
-// window up to Ceiling; one slower sees it fall, by at most a quarter a
-// window, toward Floor. The fixed point of a cluster slower than twice the
-// tolerance is two requests, so the limit settles at Floor; it recovers
-// once the cluster's latency returns to within Tolerance of its baseline,
-// or once a lasting slowdown has become the baseline.
+// The short-term latency is the lesser of the last two windows' medians: a
+// stall of the caller's own process (a collection, the scheduler) holds
+// back every request in flight, so it can slow a whole window, while a
+// slow cluster slows every window. At each window after the warm-up the
+// limit moves by the gradient g = Tolerance × baseline / short-term,
+// clamped to [1/2, 1]: a cluster within Tolerance of its baseline (g = 1)
+// sees its limit rise by half a request a window up to Ceiling; one slower
+// for two windows sees it fall, by at most a quarter a window, toward
+// Floor. The fixed point of a cluster slower than twice the tolerance is
+// two requests, so the limit settles at Floor; it recovers once one
+// window's latency is back within Tolerance of its baseline, or once a
+// lasting slowdown has become the baseline.
 
 // SlowLimit configures the slow-cluster rule. Ceiling 0 turns it off.
 type SlowLimit struct {
@@ -96,11 +101,15 @@ func (g gradient) observe(s SlowLimit, took time.Duration, now time.Time) gradie
 	}
 	g.n = 0
 	m := median(g.window)
+	short := m // the lesser of the last two windows' medians
+	if g.recent > 0 && g.recent < m {
+		short = g.recent
+	}
 	dt := now.Sub(g.closedAt)
 	g.baseline = nextBaseline(s, g.baseline, m, g.windows, dt)
 	g.recent, g.closedAt = m, now
 	if g.windows++; g.windows > warmupWindows {
-		g.limit = nextLimit(s, g.limit, g.baseline, m)
+		g.limit = nextLimit(s, g.limit, g.baseline, short)
 	}
 	return g
 }

@@ -142,6 +142,24 @@ func TestSlowLimitHealthyStaysAtCeiling(t *testing.T) {
 	}
 }
 
+// A stall of the caller's own process slows every request in flight, so
+// a whole window: one such window among usual ones leaves the limit at its
+// ceiling, however often it comes; two in a row lower it.
+func TestSlowLimitIgnoresOneStalledWindow(t *testing.T) {
+	c := &clocked{now: time.Unix(0, 0), step: 10 * ms}
+	c.windows(warmupWindows, 10*ms)
+	for i := range 50 {
+		for _, cp := range append(c.windows(1, time.Second), c.windows(1, 10*ms)...) {
+			if cp != 64 {
+				t.Fatalf("stall %d: cap %d, want the ceiling 64", i, cp)
+			}
+		}
+	}
+	if caps := c.windows(2, time.Second); caps[0] != 64 || caps[1] >= 64 {
+		t.Fatalf("two stalled windows in a row: caps %v, want the ceiling, then lower", caps)
+	}
+}
+
 // A slowdown that lasts becomes the cluster's baseline, over about
 // SlowLimit.Baseline whatever the number of windows: the limit then rises
 // again.
@@ -160,6 +178,32 @@ func TestSlowLimitLastingSlowdownBecomesUsual(t *testing.T) {
 	}
 }
 
+// read sends a Counted request on g that takes took to its headers.
+func read(t *testing.T, g *Guard, took time.Duration) {
+	t.Helper()
+	_, f, err := g.Begin(context.Background(), Counted)
+	if err != nil {
+		t.Fatalf("a read: %v", err)
+	}
+	time.Sleep(took)
+	f.FirstByte()
+	f.End(nil)
+}
+
+// admit begins up to n Counted requests on g, until one is refused, and
+// returns the admitted ones and the refusal.
+func admit(g *Guard, n int) ([]*Flight, error) {
+	var flights []*Flight
+	for range n {
+		_, f, err := g.Begin(context.Background(), Counted)
+		if err != nil {
+			return flights, err
+		}
+		flights = append(flights, f)
+	}
+	return flights, nil
+}
+
 // The Guard holds a slow cluster's Counted requests at its limit: one more
 // fails at once with ErrBulkheadFull and a RetryAfter of the cluster's
 // recent latency; Exempt requests are not held, nor is anything with the
@@ -172,30 +216,18 @@ func TestGuardSlowLimitHoldsSlowCluster(t *testing.T) {
 				s.Slow = slowTest
 			}
 			g, _ := newGuard(t, s)
-			read := func(took time.Duration) {
-				_, f, err := g.Begin(context.Background(), Counted)
-				if err != nil {
-					t.Fatalf("a read: %v", err)
-				}
-				time.Sleep(took)
-				f.FirstByte()
-				f.End(nil)
-			}
 			for range warmupWindows * windowSamples {
-				read(10 * ms)
+				read(t, g, 10*ms)
 			}
 			for range 20 * windowSamples {
-				read(100 * ms)
+				read(t, g, 100*ms)
 			}
-			var flights []*Flight
-			var err error
-			for range 10 {
-				var f *Flight
-				if _, f, err = g.Begin(context.Background(), Counted); err != nil {
-					break
+			flights, err := admit(g, 10)
+			defer func() {
+				for _, f := range flights {
+					f.End(nil)
 				}
-				flights = append(flights, f)
-			}
+			}()
 			if !on {
 				if err != nil || g.Limit() != 0 {
 					t.Fatalf("rule off: %v, limit %d; want ten admitted", err, g.Limit())
@@ -213,9 +245,6 @@ func TestGuardSlowLimitHoldsSlowCluster(t *testing.T) {
 				t.Fatalf("an exempt request at the limit: %v", err)
 			}
 			f.End(nil)
-			for _, f := range flights {
-				f.End(nil)
-			}
 		})
 	}
 }
