@@ -58,7 +58,7 @@ type SecretSource struct {
 	// uncached one (mgr.GetAPIReader) costs a GET per dial under the
 	// manager's client-side rate limit (client-go's default is 5 per
 	// second, burst 10), which spreads the first connects of many clusters
-	// over seconds (bench/peers/README.md).
+	// over seconds (bench/peers/results/peers-runs.md).
 	Reader client.Reader
 	// Policy is what a kubeconfig may use beyond inline data; the zero
 	// value allows nothing (see KubeconfigPolicy).
