@@ -208,13 +208,18 @@ func (r *shareRun) failed() bool { return r.healthyBad.Load() > 0 || r.slowBad.L
 // floor (MinLimit, 3) and holds its counted requests in flight there: the
 // workers it would have held get ErrBulkheadFull at once and go on to the
 // healthy cluster, whose requests all succeed and are never refused, and
-// whose limit stays above the workers. When the slow cluster answers as
-// usual again, its limit rises (the workers then read it alone: the two
-// clusters are one apiserver, whose latency doubled load would raise).
-// Neither breaker counts a failure.
+// whose limit stays above the workers (the hang bulkhead is off, so every
+// refusal is the limit's). When the slow cluster answers as usual again,
+// its limit rises (the workers then read it alone: the two clusters are
+// one apiserver, whose latency doubled load would raise). Neither breaker
+// counts a failure.
 func TestSlowClusterHoldsOnlyItsShare(t *testing.T) {
 	proxies := grayProxies(t, "healthy", "slow")
-	p, clusters := grayFleet(t, proxies, DialerOptions{})
+	// The hang bulkhead (MaxInFlight) is off, so that every refusal is the
+	// adaptive limit's: on a starved machine an apiserver that gets no CPU
+	// past its retransmission timeout looks hung to it (the hang tests of
+	// transport_test.go pin it).
+	p, clusters := grayFleet(t, proxies, DialerOptions{Requests: RequestOptions{DisableBulkhead: true}})
 	healthy, slow := clusters["healthy"], clusters["slow"]
 	usual := warmUp(t, healthy, slow)
 

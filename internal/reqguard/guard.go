@@ -1,12 +1,14 @@
 // Package reqguard guards the requests sent on one cluster's established
 // client: it rejects them at once after the client was stopped (the
 // cluster's breaker opened, or the cluster was removed), cancels the ones in
-// flight when that happens, caps the cluster's counted requests in flight
-// (a bulkhead), ends a counted request that has not received its response
-// headers within a deadline learned from the cluster's observed latency
-// during which the cluster showed no sign of life (a slow answer is not a
-// hang), and reports every outcome to the cluster's breaker (passive
-// health).
+// flight when that happens, caps the cluster's counted requests in flight (a
+// bulkhead once the cluster stops answering, and a limit that adapts to its
+// latency, so that a cluster answering far slower than usual holds only a
+// few of the caller's workers: slowlimit.go), ends a counted request that
+// has not received its response headers within a deadline learned from the
+// cluster's observed latency during which the cluster showed no sign of
+// life (a slow answer is not a hang), and reports every outcome to the
+// cluster's breaker (passive health).
 //
 // It knows nothing of HTTP: kube's RoundTripper and bench/sim's model of a
 // request both drive a Guard, so the simulation measures this code.
@@ -28,7 +30,9 @@ var (
 	// ErrBulkheadFull: the cluster already has its cap of counted requests
 	// in flight; the request was not sent. The error is a *pool.Error, so
 	// pool.RetryAfter gives when a slot is sure to be free: the earliest
-	// deadline among the requests holding the slots (see slotFreeLocked).
+	// deadline among the requests holding the slots (see slotFreeLocked);
+	// at the slow-cluster limit, no later than the cluster's recent latency
+	// from now (see slowFullLocked).
 	ErrBulkheadFull = errors.New("kube: request bulkhead full")
 	// ErrFirstByteTimeout: the cluster sent no response headers within the
 	// request's first-byte deadline; the request was canceled and counts as
