@@ -25,7 +25,7 @@ DEMO_FLAGS  ?= -duration 60s -flap 20s
 # benchmarks build without -race and with -trimpath (hack/build-tool.sh, and go run of the
 # driver); vet and staticcheck check them with the same flags, so again one compile each.
 TESTED_MODULES := . tracing/otlp examples/capi clusterapi bench bench/peers/workload bench/peers/capi
-BUILT_MODULES  := bench/plot $(addprefix bench/peers/,protocol cct clustercache clusterpool floor plot)
+BUILT_MODULES  := bench/plot $(addprefix bench/peers/,protocol cct clustercache clusterpool floor)
 
 .PHONY: all test test-newest adoption chaos chaos-short chaos-short-race vet vet-checks lint lint-checks staticcheck test-newest-build capi-conformance-build fmt bench bench-scale bench-mhc bench-before-after bench-rotation capi-conformance capi-conformance-adapter bench-scenarios bench-scenarios-realtime bench-peers bench-peers-smoke soak demo demo-replicas demo-herd bench-shard tools clean envtest-assets crds jaeger jaeger-bin trace-picture
 
@@ -173,7 +173,7 @@ bench-scenarios:
 	cd bench && $(GO) test ./cmd/scenarios -run '^TestScenarios$$' -count=1 -timeout 30m -args -table \
 		-json $(CURDIR)/bench/results/scenarios.json -md $(CURDIR)/bench/results/scenarios.md $(SCENARIO_FLAGS)
 	@cat bench/results/scenarios.md
-	cd bench/plot && $(GO) run . -in ../results/scenarios.json -out ../results/scenarios.png
+	cd bench/plot && $(GO) run . -scenarios -in ../results/scenarios.json -out ../results/scenarios.png
 
 bench-scenarios-realtime:
 	cd bench && $(GO) run ./cmd/scenarios $(SCENARIO_FLAGS)
@@ -186,7 +186,7 @@ bench-scenarios-realtime:
 bench-peers: envtest-assets
 	@mkdir -p bench/peers/results
 	set -o pipefail; (cd bench && $(GO) run -trimpath ./peers/driver $(PEERS_FLAGS) -json $(CURDIR)/bench/peers/results/peers.json) | tee bench/peers/results/peers.md
-	cd bench/peers/plot && $(GO) run . -in ../results/peers.json -out ../results/peers.png
+	cd bench/plot && $(GO) run . -in ../peers/results/peers.json -out ../peers/results/peers.png
 
 ## bench-peers-smoke: the bench-peers harness on 4 clusters, the dead
 ## scenario for 10 s per peer; fails unless every peer reconciled (make test).
@@ -216,7 +216,7 @@ SCALE_FLAGS ?=
 bench-scale: envtest-assets
 	@mkdir -p bench/peers/results
 	set -o pipefail; (cd bench && $(GO) run -trimpath ./peers/driver -scale $(SCALE_SIZES) -cct-max 1000 $(SCALE_FLAGS) -json $(CURDIR)/bench/peers/results/scale.json) | tee bench/peers/results/scale.md
-	cd bench/peers/plot && $(GO) run . -scale -in ../results/scale.json -out ../results/scale.png
+	cd bench/plot && $(GO) run . -scale -in ../peers/results/scale.json -out ../peers/results/scale.png
 
 ## bench-mhc: a real Cluster API controller, v1.14.2's MachineHealthCheck reconciler
 ## (bench/peers/capi), on the stock ClusterCache and on clusterpool's drop-in, in turn
@@ -265,7 +265,7 @@ CHAOS_DURATION ?= 60m
 chaos: envtest-assets
 	@mkdir -p bench/peers/results
 	set -o pipefail; (cd bench && $(GO) run -trimpath ./peers/driver -chaos -chaos-seed $(CHAOS_SEED) -chaos-duration $(CHAOS_DURATION) $(CHAOS_FLAGS) -json $(CURDIR)/bench/peers/results/chaos.json) | tee bench/peers/results/chaos.md
-	cd bench/peers/plot && $(GO) run . -chaos -in ../results/chaos.json -out ../results/chaos.png
+	cd bench/plot && $(GO) run . -chaos -in ../peers/results/chaos.json -out ../peers/results/chaos.png
 
 chaos-short: envtest-assets
 	cd bench && $(GO) run -trimpath ./peers/driver -chaos-short $(CHAOS_FLAGS)
