@@ -1,6 +1,8 @@
 package kube
 
 import (
+	"cmp"
+	"fmt"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -21,16 +23,35 @@ const (
 	DefaultMaxInFlight = 3
 	// DefaultMinFirstByte is the floor of the learned first-byte deadline.
 	DefaultMinFirstByte = 2 * time.Second
+	// DefaultMinLimit is the floor of a cluster's adaptive limit: a cluster
+	// answering far slower than usual holds at most as many workers as one
+	// that hangs (DefaultMaxInFlight).
+	DefaultMinLimit = DefaultMaxInFlight
+	// DefaultMaxLimit is the ceiling of a cluster's adaptive limit, where
+	// it starts: above the workers a controller usually runs, so that a
+	// cluster answering as usual is never held back.
+	DefaultMaxLimit = 64
+	// DefaultLatencyTolerance is how many times its usual latency a
+	// cluster may answer in before its limit falls: a healthy apiserver's
+	// latency varies by a few times with its load (the controller's own
+	// bursts included), a gray failure's by ten.
+	DefaultLatencyTolerance = 4.0
+	// DefaultLatencyBaseline is how long a lasting change of a cluster's
+	// latency takes to become its usual latency (the baseline's time
+	// constant).
+	DefaultLatencyBaseline = 10 * time.Minute
 )
 
 // Errors of requests on an established client (see RequestOptions); each is
 // a *pool.Error, so pool.RetryAfter and Requeue work on them as on a Get's.
 var (
-	// ErrBulkheadFull: the cluster already has RequestOptions.MaxInFlight
-	// counted requests in flight; the request was not sent. RetryAfter is
-	// when a slot is sure to be free: the earliest first-byte deadline among
-	// the requests holding the slots (RequestTimeout from its start for one
-	// whose headers came).
+	// ErrBulkheadFull: the cluster already has its cap of counted requests
+	// in flight (RequestOptions.MaxInFlight once it stopped answering, or
+	// its adaptive limit); the request was not sent. RetryAfter is when a
+	// slot is sure to be free: the earliest first-byte deadline among the
+	// requests holding the slots (RequestTimeout from its start for one
+	// whose headers came); at the adaptive limit, no later than the
+	// cluster's recent latency from now, when one has likely been answered.
 	ErrBulkheadFull = reqguard.ErrBulkheadFull
 	// ErrFirstByteTimeout: the cluster sent no response headers within the
 	// request's first-byte deadline, and showed no sign of life meanwhile;
@@ -70,11 +91,32 @@ type RequestOptions struct {
 	// shows it is not answering (a first-byte timeout since its last
 	// answer, or MaxInFlight requests late: docs/requests.md); one more
 	// then fails at once with ErrBulkheadFull. A busy healthy cluster, or
-	// one answering slower than usual but answering, is not throttled.
+	// one answering slower than usual but answering, is not throttled by
+	// this cap (one answering far slower is by its adaptive limit,
+	// MinLimit).
 	// Zero means DefaultMaxInFlight (3).
 	MaxInFlight int
 	// DisableBulkhead removes the cap.
 	DisableBulkhead bool
+	// MinLimit and MaxLimit bound the cluster's adaptive limit on counted
+	// requests in flight (a gradient limit, docs/requests.md): it starts
+	// at MaxLimit and falls toward MinLimit while the cluster's reads
+	// answer far slower than its usual latency (LatencyTolerance times
+	// it), rising again once they answer as usual; one more request then
+	// fails at once with ErrBulkheadFull. A cluster answering as usual
+	// keeps MaxLimit. Zero means DefaultMinLimit (3) and DefaultMaxLimit
+	// (64); MinLimit must not exceed MaxLimit.
+	MinLimit, MaxLimit int
+	// LatencyTolerance is how many times its usual latency a cluster's
+	// reads may take before its limit falls; at least 1. Zero means
+	// DefaultLatencyTolerance (4).
+	LatencyTolerance float64
+	// LatencyBaseline is how long a lasting change of the cluster's
+	// latency takes to become its usual latency (the time constant of its
+	// average). Zero means DefaultLatencyBaseline (10m).
+	LatencyBaseline time.Duration
+	// DisableLimit removes the adaptive limit.
+	DisableLimit bool
 	// MinFirstByte is the floor of a counted request's first-byte deadline
 	// (four retransmission timeouts of the cluster's observed time to first
 	// byte, at most DialerOptions.RequestTimeout). A request that waits
@@ -100,13 +142,29 @@ type RequestOptions struct {
 }
 
 func (o *RequestOptions) validate() error {
-	return opt.FirstNegative("DialerOptions.Requests.", opt.F("MaxInFlight", o.MaxInFlight),
-		opt.F("MinFirstByte", o.MinFirstByte))
+	const prefix = "DialerOptions.Requests."
+	if err := opt.FirstNegative(prefix, opt.F("MaxInFlight", o.MaxInFlight),
+		opt.F("MinFirstByte", o.MinFirstByte), opt.F("MinLimit", o.MinLimit), opt.F("MaxLimit", o.MaxLimit),
+		opt.F("LatencyTolerance", o.LatencyTolerance), opt.F("LatencyBaseline", o.LatencyBaseline)); err != nil {
+		return err
+	}
+	if o.LatencyTolerance != 0 && !(o.LatencyTolerance >= 1) { // NaN too
+		return fmt.Errorf("%sLatencyTolerance=%v must be at least 1", prefix, o.LatencyTolerance)
+	}
+	lo, hi := cmp.Or(o.MinLimit, DefaultMinLimit), cmp.Or(o.MaxLimit, DefaultMaxLimit)
+	if lo > hi {
+		return fmt.Errorf("%sMinLimit=%d must not exceed MaxLimit=%d", prefix, lo, hi)
+	}
+	return nil
 }
 
 func (o *RequestOptions) withDefaults() {
 	opt.Default(&o.MaxInFlight, DefaultMaxInFlight)
 	opt.Default(&o.MinFirstByte, DefaultMinFirstByte)
+	opt.Default(&o.MinLimit, DefaultMinLimit)
+	opt.Default(&o.MaxLimit, DefaultMaxLimit)
+	opt.Default(&o.LatencyTolerance, DefaultLatencyTolerance)
+	opt.Default(&o.LatencyBaseline, DefaultLatencyBaseline)
 }
 
 // guardSettings returns the reqguard settings of cluster key; report and
@@ -116,6 +174,10 @@ func (o *RequestOptions) guardSettings(key client.ObjectKey, requestTimeout time
 		Stopped: func() error { return stoppedError(key, h.get()) }}
 	if !o.DisableBulkhead {
 		s.MaxInFlight = o.MaxInFlight
+	}
+	if !o.DisableLimit {
+		s.Slow = reqguard.SlowLimit{Floor: o.MinLimit, Ceiling: o.MaxLimit, Tolerance: o.LatencyTolerance,
+			Baseline: o.LatencyBaseline}
 	}
 	if !o.DisableFirstByte {
 		s.MinFirstByte = o.MinFirstByte

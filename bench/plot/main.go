@@ -1,9 +1,24 @@
-// Command plot draws bench/results/scenarios.png from the JSON the
-// scenarios command writes: healthy throughput and reconcile p99 against the
-// fraction of dead clusters (scenario 2), one line per strategy. It is its
-// own module so that gonum plot stays out of the library's dependencies.
+// Command plot draws the pictures of bench/'s reports from the JSON they
+// write, one mode a report:
 //
-//	go run . -in ../results/scenarios.json -out ../results/scenarios.png
+//   - default: bench/peers/results/peers.png from the bench-peers driver
+//     (-json): healthy reconciles per second and reconcile p99 over time, one
+//     line per real peer, in the dead and the flapping scenarios;
+//   - -scale: results/scale.png from a scale run (make bench-scale): each
+//     figure over the fleet size, one line per peer;
+//   - -chaos: results/chaos.png from a chaos run (make chaos): Clusters
+//     connected over time per ClusterCache, and the faults;
+//   - -scenarios: bench/results/scenarios.png from bench/cmd/scenarios: healthy
+//     throughput and reconcile p99 against the fraction of dead clusters
+//     (scenario 2 of bench/sim), one line per strategy.
+//
+// It is a module of its own so that gonum plot stays out of the library's
+// and the benchmarks' dependencies. From this folder:
+//
+//	go run . -in ../peers/results/peers.json -out ../peers/results/peers.png
+//	go run . -scale -in ../peers/results/scale.json -out ../peers/results/scale.png
+//	go run . -chaos -in ../peers/results/chaos.json -out ../peers/results/chaos.png
+//	go run . -scenarios -in ../results/scenarios.json -out ../results/scenarios.png
 package main
 
 import (
@@ -12,8 +27,6 @@ import (
 	"fmt"
 	"image/color"
 	"os"
-	"sort"
-	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -22,19 +35,30 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 )
 
-// result holds the fields of bench/sim.Result the plot needs.
-type result struct {
-	Scenario string  `json:"scenario"`
-	Strategy string  `json:"strategy"`
-	Dead     float64 `json:"dead_fraction"`
-	Healthy  float64 `json:"healthy_per_s"`
-	P99      float64 `json:"p99_ms"`
+// point, result and report hold the fields of the driver's JSON the plot
+// needs.
+type point struct {
+	T             float64 `json:"t_s"`
+	HealthyPerSec float64 `json:"healthy_per_s"`
+	P99Ms         float64 `json:"p99_ms"`
 }
 
-type file struct {
-	Clock   string   `json:"clock"`
-	Scale   float64  `json:"scale"`
-	Workers int      `json:"workers"`
+type result struct {
+	Scenario string `json:"scenario"`
+	Strategy string `json:"strategy"`
+	Figures  struct {
+		Version string  `json:"version"`
+		Series  []point `json:"series"`
+	} `json:"figures"`
+}
+
+type report struct {
+	Machine string `json:"machine"`
+	Config  struct {
+		Clusters int `json:"clusters"`
+		Objects  int `json:"objects_per_cluster"`
+		Workers  int `json:"workers"`
+	} `json:"config"`
 	Results []result `json:"results"`
 }
 
@@ -42,104 +66,85 @@ var colors = map[string]color.Color{
 	"cct":          color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
 	"clustercache": color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
 	"clusterpool":  color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
+	"floor":        color.Black,
 }
 
+// peerScenarios are the rows of the default plot.
+var peerScenarios = []string{"dead", "flapping"}
+
 func main() {
-	in := flag.String("in", "../results/scenarios.json", "results of the scenarios command")
-	out := flag.String("out", "../results/scenarios.png", "PNG to write")
+	in := flag.String("in", "../peers/results/peers.json", "the report's JSON")
+	out := flag.String("out", "../peers/results/peers.png", "PNG to write")
+	scale := flag.Bool("scale", false, "the input is a scale run's (make bench-scale): draw each figure over the fleet size")
+	chaos := flag.Bool("chaos", false, "the input is a chaos run's (make chaos): Clusters connected over time, and the faults")
+	scenarios := flag.Bool("scenarios", false, "the input is bench/cmd/scenarios' (make bench-scenarios): scenario 2 over the dead fraction")
 	flag.Parse()
-	if err := run(*in, *out); err != nil {
+	plotFn := run
+	switch {
+	case *scale:
+		plotFn = runScale
+	case *chaos:
+		plotFn = runChaos
+	case *scenarios:
+		plotFn = runScenarios
+	}
+	if err := plotFn(*in, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "plot:", err)
 		os.Exit(1)
 	}
 }
 
 func run(in, out string) error {
-	b, err := os.ReadFile(in)
-	if err != nil {
+	var rep report
+	if err := readJSON(in, &rep); err != nil {
 		return err
 	}
-	var f file
-	if err := json.Unmarshal(b, &f); err != nil {
-		return fmt.Errorf("%s: %w", in, err)
-	}
-	series := map[string][]result{}
-	for _, r := range f.Results {
-		if r.Scenario == "2-dead" {
-			series[r.Strategy] = append(series[r.Strategy], r)
-		}
-	}
-	if len(series) == 0 {
-		return fmt.Errorf("%s: no 2-dead results", in)
-	}
-	names := make([]string, 0, len(series))
-	for n := range series {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-
-	thr := newPlot("Healthy reconciles per second (whole run)", "healthy reconciles / s")
-	p99 := newPlot("Reconcile duration p99", "p99 (ms, log scale)")
-	p99.Y.Scale = plot.LogScale{}
-	p99.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-	for i, n := range names {
-		rs := series[n]
-		sort.Slice(rs, func(a, b int) bool { return rs[a].Dead < rs[b].Dead })
-		var t, p plotter.XYs
-		for _, r := range rs {
-			t = append(t, plotter.XY{X: r.Dead * 100, Y: r.Healthy})
-			p = append(p, plotter.XY{X: r.Dead * 100, Y: r.P99})
-		}
-		c, ok := colors[n]
-		dashed := !ok // variants: dashed, in their base's colour
-		if !ok {
-			c = colors["clusterpool"]
-		}
-		for j, pl := range []*plot.Plot{thr, p99} {
-			xy := t
-			if j == 1 {
-				xy = p
+	grid := make([][]*plot.Plot, len(peerScenarios))
+	for row, sc := range peerScenarios {
+		thr := newPlot(sc+": healthy reconciles per second", "healthy reconciles / s")
+		p99 := newPlot(sc+": reconcile p99", "p99 (ms, log scale)")
+		p99.Y.Scale = plot.LogScale{}
+		p99.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		n := 0
+		for _, r := range rep.Results {
+			if r.Scenario != sc {
+				continue
 			}
-			l, pts, err := plotter.NewLinePoints(xy)
-			if err != nil {
+			if err := addLines(thr, p99, r, n); err != nil {
 				return err
 			}
-			l.Color, pts.Color = c, c
-			l.Width = vg.Points(2)
-			pts.Shape = shape(i)
-			if dashed {
-				l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
-			}
-			pl.Add(l, pts)
-			pl.Legend.Add(n, l, pts)
+			n++
 		}
+		if n == 0 {
+			return fmt.Errorf("%s: no %s results", in, sc)
+		}
+		thr.Y.Min, thr.Y.Max = 0, thr.Y.Max*1.3
+		p99.Y.Max *= 8
+		grid[row] = []*plot.Plot{thr, p99}
 	}
-	// Headroom above the lines for the legends.
-	thr.Y.Min, thr.Y.Max = 0, thr.Y.Max*1.35
-	thr.Legend.Top = true
-	p99.Y.Max *= 8
-	p99.Legend.Top = true
-	var ticks []plot.Tick
-	for _, r := range series[names[0]] {
-		ticks = append(ticks, plot.Tick{Value: r.Dead * 100, Label: fmt.Sprintf("%.0f", r.Dead*100)})
-	}
-	thr.X.Tick.Marker, p99.X.Tick.Marker = plot.ConstantTicks(ticks), plot.ConstantTicks(ticks)
+	title := fmt.Sprintf("real peers, %d clusters × %d objects, %d workers; %s", rep.Config.Clusters, rep.Config.Objects,
+		rep.Config.Workers, rep.Machine)
+	return save(grid, title, out)
+}
 
-	const w, h = 12 * vg.Inch, 4.5 * vg.Inch
+// save draws grid (rows of plots, 4 inches high each) with title on top
+// into the PNG out.
+func save(grid [][]*plot.Plot, title, out string) error {
+	const w = 12 * vg.Inch
+	h := 4 * vg.Inch * vg.Length(len(grid))
 	img := vgimg.New(w, h)
 	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Inch / 4, PadTop: vg.Inch / 3, PadBottom: vg.Inch / 8, PadLeft: vg.Inch / 8, PadRight: vg.Inch / 8}
-	canvases := plot.Align([][]*plot.Plot{{thr, p99}}, tiles, dc)
-	thr.Draw(canvases[0][0])
-	p99.Draw(canvases[0][1])
-	clock := fmt.Sprintf("time scale %g (unscaled seconds)", f.Scale)
-	if strings.HasPrefix(f.Clock, "Virtual") {
-		clock = "virtual time"
+	tiles := draw.Tiles{Rows: len(grid), Cols: len(grid[0]), PadX: vg.Inch / 4, PadY: vg.Inch / 4, PadTop: vg.Inch / 3,
+		PadBottom: vg.Inch / 8, PadLeft: vg.Inch / 8, PadRight: vg.Inch / 8}
+	canvases := plot.Align(grid, tiles, dc)
+	for i := range grid {
+		for j := range grid[i] {
+			grid[i][j].Draw(canvases[i][j])
+		}
 	}
-	title := fmt.Sprintf("bench/sim scenario 2: 1000 clusters × 20 objects, %d workers, %s", f.Workers, clock)
-	dc.FillText(draw.TextStyle{Color: color.Black, Font: thr.Title.TextStyle.Font, XAlign: draw.XCenter, YAlign: draw.YTop,
-		Handler: thr.Title.TextStyle.Handler}, vg.Point{X: w / 2, Y: h - vg.Points(4)}, title)
-
+	ts := grid[0][0].Title.TextStyle
+	dc.FillText(draw.TextStyle{Color: color.Black, Font: ts.Font, XAlign: draw.XCenter, YAlign: draw.YTop, Handler: ts.Handler},
+		vg.Point{X: w / 2, Y: h - vg.Points(4)}, title)
 	fh, err := os.Create(out)
 	if err != nil {
 		return err
@@ -151,16 +156,81 @@ func run(in, out string) error {
 	return fh.Close()
 }
 
+// addLines adds r's throughput and p99 series (buckets without
+// reconciles are left out of the p99 line) as the i-th strategy.
+func addLines(thr, p99 *plot.Plot, r result, i int) error {
+	var t, p plotter.XYs
+	for _, pt := range r.Figures.Series {
+		t = append(t, plotter.XY{X: pt.T, Y: pt.HealthyPerSec})
+		if pt.P99Ms > 0 {
+			p = append(p, plotter.XY{X: pt.T, Y: pt.P99Ms})
+		}
+	}
+	c, ok := colors[r.Strategy]
+	if !ok {
+		c = color.Gray{Y: 0x60}
+	}
+	st := lineStyle{name: r.Strategy + " " + r.Figures.Version, color: c, width: vg.Points(1.5), shape: i}
+	if err := addLine(thr, t, st); err != nil {
+		return fmt.Errorf("%s %s: %w", r.Scenario, r.Strategy, err)
+	}
+	if err := addLine(p99, p, st); err != nil {
+		return fmt.Errorf("%s %s: %w", r.Scenario, r.Strategy, err)
+	}
+	return nil
+}
+
+// lineStyle is how addLine draws a series: its legend name, colour, width,
+// the index of its point shape, and whether it is dashed.
+type lineStyle struct {
+	name   string
+	color  color.Color
+	width  vg.Length
+	shape  int
+	dashed bool
+}
+
+// addLine adds xy to pl as a line with points in style st, with a legend
+// entry; an empty xy adds nothing.
+func addLine(pl *plot.Plot, xy plotter.XYs, st lineStyle) error {
+	if len(xy) == 0 {
+		return nil
+	}
+	l, pts, err := plotter.NewLinePoints(xy)
+	if err != nil {
+		return err
+	}
+	l.Color, pts.Color = st.color, st.color
+	l.Width = st.width
+	pts.Shape = shapes[st.shape%len(shapes)]
+	if st.dashed {
+		l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+	}
+	pl.Add(l, pts)
+	pl.Legend.Add(st.name, l, pts)
+	return nil
+}
+
+var shapes = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.TriangleGlyph{}, draw.BoxGlyph{}}
+
 func newPlot(title, y string) *plot.Plot {
 	p := plot.New()
 	p.Title.Text = title
-	p.X.Label.Text = "dead clusters (%)"
+	p.X.Label.Text = "time since the peer started (s)"
 	p.Y.Label.Text = y
+	p.Legend.Top = true
 	p.Add(plotter.NewGrid())
 	return p
 }
 
-func shape(i int) draw.GlyphDrawer {
-	shapes := []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.PlusGlyph{}, draw.CrossGlyph{}}
-	return shapes[i%len(shapes)]
+// readJSON reads the driver's -json file in into v.
+func readJSON(in string, v any) error {
+	b, err := os.ReadFile(in)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", in, err)
+	}
+	return nil
 }

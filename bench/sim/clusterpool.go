@@ -95,6 +95,8 @@ func (s *clusterPool) dial(ctx context.Context, c int) (*Client, error) {
 	name := fmt.Sprint(c)
 	cl.guard = reqguard.New(reqguard.Settings{Cluster: name, MaxInFlight: kube.DefaultMaxInFlight,
 		MinFirstByte: s.w.Scaled(kube.DefaultMinFirstByte), MaxFirstByte: s.w.Scaled(RESTTimeout),
+		Slow: reqguard.SlowLimit{Floor: kube.DefaultMinLimit, Ceiling: kube.DefaultMaxLimit,
+			Tolerance: kube.DefaultLatencyTolerance, Baseline: s.w.Scaled(kube.DefaultLatencyBaseline)},
 		Report:        func(err error) { s.p.Report(c, err) },
 		ReportRequest: func(err error) { s.p.ReportRequest(c, err) },
 		Stopped: func() error {

@@ -155,7 +155,8 @@ func (g *Guard) runProbe(ctx context.Context, cancel context.CancelFunc, probe f
 // FirstByte records that the response headers arrived: the first-byte
 // deadline no longer applies, the cluster answered (see responsiveLocked),
 // and a Counted request's latency feeds the cluster's estimate (unless it
-// came after the request's deadline) and resets its timeouts. It does
+// came after the request's deadline) and the slow-cluster rule (a read's,
+// however late), and resets its timeouts. It does
 // nothing after the deadline passed.
 func (f *Flight) FirstByte() {
 	g := f.g
@@ -171,9 +172,11 @@ func (f *Flight) FirstByte() {
 		f.timer.Stop()
 	}
 	if f.class.counted() {
-		if took := now.Sub(f.start); f.deadline == 0 || took <= f.deadline {
+		took := now.Sub(f.start)
+		if f.deadline == 0 || took <= f.deadline {
 			g.est.observe(took)
 		}
+		g.observeSlowLocked(f.class, took, now)
 		g.timeouts = 0
 	}
 }

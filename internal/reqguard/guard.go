@@ -1,12 +1,14 @@
 // Package reqguard guards the requests sent on one cluster's established
 // client: it rejects them at once after the client was stopped (the
 // cluster's breaker opened, or the cluster was removed), cancels the ones in
-// flight when that happens, caps the cluster's counted requests in flight
-// (a bulkhead), ends a counted request that has not received its response
-// headers within a deadline learned from the cluster's observed latency
-// during which the cluster showed no sign of life (a slow answer is not a
-// hang), and reports every outcome to the cluster's breaker (passive
-// health).
+// flight when that happens, caps the cluster's counted requests in flight (a
+// bulkhead once the cluster stops answering, and a limit that adapts to its
+// latency, so that a cluster answering far slower than usual holds only a
+// few of the caller's workers: slowlimit.go), ends a counted request that
+// has not received its response headers within a deadline learned from the
+// cluster's observed latency during which the cluster showed no sign of
+// life (a slow answer is not a hang), and reports every outcome to the
+// cluster's breaker (passive health).
 //
 // It knows nothing of HTTP: kube's RoundTripper and bench/sim's model of a
 // request both drive a Guard, so the simulation measures this code.
@@ -28,7 +30,9 @@ var (
 	// ErrBulkheadFull: the cluster already has its cap of counted requests
 	// in flight; the request was not sent. The error is a *pool.Error, so
 	// pool.RetryAfter gives when a slot is sure to be free: the earliest
-	// deadline among the requests holding the slots (see slotFreeLocked).
+	// deadline among the requests holding the slots (see slotFreeLocked);
+	// at the slow-cluster limit, no later than the cluster's recent latency
+	// from now (see slowFullLocked).
 	ErrBulkheadFull = errors.New("kube: request bulkhead full")
 	// ErrFirstByteTimeout: the cluster sent no response headers within the
 	// request's first-byte deadline; the request was canceled and counts as
@@ -68,6 +72,9 @@ type Settings struct {
 	// MaxInFlight caps the Counted requests in flight while the cluster
 	// is not answering as usual (see responsiveLocked); 0 means no cap.
 	MaxInFlight int
+	// Slow caps the Counted requests in flight by a limit that adapts to
+	// the cluster's latency (see slowlimit.go); the zero value is off.
+	Slow SlowLimit
 	// MinFirstByte and MaxFirstByte clamp the learned first-byte deadline
 	// of Counted requests; MinFirstByte 0 means no deadline. MaxFirstByte
 	// is also the bound on how long a request holds its slot once its
@@ -104,6 +111,7 @@ type Guard struct {
 	flights map[*Flight]struct{}
 	counted int
 	est     estimator
+	grad    gradient // the slow-cluster rule's state (slowlimit.go)
 	// lastAnswer is when response headers last arrived, of any request.
 	lastAnswer time.Time
 	// timeouts counts first-byte timeouts since the last answer; each
@@ -126,6 +134,7 @@ func New(s Settings) *Guard {
 	if s.Stopped == nil {
 		s.Stopped = func() error { return StoppedError(s.Cluster, pool.ClusterState{}, 0) }
 	}
+	s.Slow = s.Slow.normalized()
 	return &Guard{s: s, flights: map[*Flight]struct{}{}}
 }
 
@@ -180,8 +189,7 @@ func (g *Guard) Begin(ctx context.Context, c Class) (context.Context, *Flight, e
 			return nil, nil, err
 		}
 	}
-	if c.counted() && g.s.MaxInFlight > 0 && g.counted >= g.s.MaxInFlight && !g.responsiveLocked(now) {
-		at := g.slotFreeLocked(now)
+	if at, full := g.fullLocked(c, now); full {
 		g.mu.Unlock()
 		err := &pool.Error{Kind: ErrBulkheadFull, Cluster: g.s.Cluster, RetryAt: at}
 		g.s.Metrics.rejected(ctx, g.s.Cluster, err)
@@ -196,6 +204,20 @@ func (g *Guard) Begin(ctx context.Context, c Class) (context.Context, *Flight, e
 	}
 	g.mu.Unlock()
 	return fctx, f, nil
+}
+
+// fullLocked reports whether a request of class c beginning at now finds
+// the bulkhead full, and if so when to come back: a Counted request over
+// MaxInFlight while the cluster is not answering as usual, or over the
+// slow-cluster limit (see slowFullLocked).
+func (g *Guard) fullLocked(c Class, now time.Time) (time.Time, bool) {
+	switch {
+	case !c.counted():
+		return time.Time{}, false
+	case g.s.MaxInFlight > 0 && g.counted >= g.s.MaxInFlight && !g.responsiveLocked(now):
+		return g.slotFreeLocked(now), true
+	}
+	return g.slowFullLocked(now)
 }
 
 // Responsive reports whether the cluster is answering as usual, in which

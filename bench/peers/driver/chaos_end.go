@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -75,22 +76,47 @@ func (v chaosVerdicts) violations() []string {
 
 // minRecreateGap is the shortest wait between a Cluster's deletion and
 // its creation again.
-var minRecreateGap = chaosClasses[slices.IndexFunc(chaosClasses, func(c chaosClass) bool { return c.Name == faultRecreate })].Min
+var minRecreateGap = func() time.Duration {
+	c, _ := classOf(faultRecreate)
+	return c.Min
+}()
 
-// judgeEnd brings the fleet back to its first shape, then checks that
-// every live Cluster connects and every deleted one is gone within the
-// settle time, and compares the process with base.
-func (r *chaosRun) judgeEnd(ctx context.Context, base procStats) chaosVerdicts {
-	v := chaosVerdicts{Baseline: base, AllConnectedAfter: -1}
-	if err := r.cf.restore(ctx, r.o.cfg.Clusters, minRecreateGap); err != nil {
-		v.Restore = err.Error()
+// judge judges side s once the fleet is back to its first shape (since
+// restored; restoreErr: what failed bringing it back): its verdicts, and
+// its time back per fault class.
+func (r *chaosRun) judge(ctx context.Context, s *chaosSide, restored time.Time, restoreErr error) chaosResult {
+	res := chaosResult{Cache: s.cache, Title: cacheTitle(s.cache), Bound: boundFor(s.cache), Warmup: s.warmup}
+	res.Verdicts = r.judgeEnd(ctx, s, restored)
+	if restoreErr != nil {
+		res.Verdicts.Restore = restoreErr.Error()
 	}
-	end := time.Now()
-	deadline := end.Add(r.o.chaos.Settle)
+	res.Events = r.sortedEvents()
+	points, successes, crossed, hung, panics := s.trace.snapshot()
+	res.Points = points
+	refs, err := s.plane.checkNodeRefs(ctx)
+	if err != nil {
+		res.Verdicts.Restore = strings.TrimPrefix(res.Verdicts.Restore+"; "+err.Error(), "; ")
+	}
+	res.Verdicts.setChecks(append(crossed, refs...), hung, panics, s.peer.crashed())
+	secs := map[string][]float64{}
+	for c, ts := range successes {
+		secs[c] = secondsSince(r.t0, ts)
+	}
+	samples, interrupted := timeBack(res.Events, secs, r.cf.keysOf)
+	res.Classes, res.PastBound = classTable(samples, interrupted, res.Bound, res.Events)
+	return res
+}
+
+// judgeEnd checks that every live Cluster connects on side s and every
+// deleted one is gone within the settle time from restored, and compares
+// its manager with its baseline.
+func (r *chaosRun) judgeEnd(ctx context.Context, s *chaosSide, restored time.Time) chaosVerdicts {
+	v := chaosVerdicts{Baseline: s.base, AllConnectedAfter: -1}
+	deadline := restored.Add(r.o.chaos.Settle)
 	for {
-		down, at := r.trace.notConnected(r.cf.live())
-		if len(down) == 0 && at.After(end) {
-			v.AllConnectedAfter = at.Sub(end).Seconds()
+		down, at := s.trace.notConnected(r.cf.live())
+		if len(down) == 0 && at.After(restored) {
+			v.AllConnectedAfter = at.Sub(restored).Seconds()
 			break
 		}
 		if time.Now().After(deadline) || !sleepCtx(ctx, time.Second) {
@@ -101,30 +127,30 @@ func (r *chaosRun) judgeEnd(ctx context.Context, base procStats) chaosVerdicts {
 	if soon := time.Now().Add(10 * time.Second); soon.After(deadline) {
 		deadline = soon
 	}
-	v.Lingering = r.waitGone(ctx, deadline)
-	r.waitBack(ctx)
-	v.End, v.Leaked = r.endStats(ctx, base)
-	prof, err := r.goroutines(ctx, "end")
-	if err = errors.Join(r.profErr, err); err != nil {
+	v.Lingering = r.waitGone(ctx, s, deadline)
+	r.waitBack(ctx, s)
+	v.End, v.Leaked = s.endStats(ctx)
+	prof, err := s.goroutines(ctx, r.o.chaos.PProfDir, "end")
+	if err = errors.Join(s.profErr, err); err != nil {
 		v.ProfileError = err.Error()
 	} else {
-		v.Grown = grown(r.baseProf, prof, 5)
+		v.Grown = grown(s.baseProf, prof, 5)
 	}
 	return v
 }
 
-// waitBack waits until no cluster waits for a reconcile after a fault, or
-// until the longest bound has passed since the last fault ended: the run
-// does not end before its last samples could come back (a sample it cut
-// short would read as "never").
-func (r *chaosRun) waitBack(ctx context.Context) {
-	b := boundFor(r.cache)
+// waitBack waits until nothing on side s waits for a reconcile after a
+// fault, or until the longest bound has passed since the last fault
+// ended: the run does not end before its last samples could come back (a
+// sample it cut short would read as "never").
+func (r *chaosRun) waitBack(ctx context.Context, s *chaosSide) {
+	b := boundFor(s.cache)
 	last := 0.0
 	for _, e := range r.sortedEvents() {
 		last = max(last, e.End)
 	}
 	deadline := r.t0.Add(time.Duration((last + max(b.Seconds, b.Mgmt)) * float64(time.Second)))
-	for len(r.trace.waiting()) > 0 && time.Now().Before(deadline) {
+	for len(s.trace.waiting()) > 0 && time.Now().Before(deadline) {
 		if !sleepCtx(ctx, time.Second) {
 			return
 		}
@@ -132,44 +158,37 @@ func (r *chaosRun) waitBack(ctx context.Context) {
 }
 
 // waitGone waits until no deleted Cluster (or incarnation) has a
-// connection at its proxy, a client in the peer or a metric series, or
-// until deadline, and returns what is left.
-func (r *chaosRun) waitGone(ctx context.Context, deadline time.Time) []string {
+// connection at side s's proxy, a client in its manager or a metric
+// series, or until deadline, and returns what is left.
+func (r *chaosRun) waitGone(ctx context.Context, s *chaosSide, deadline time.Time) []string {
 	for {
-		left := r.lingering(ctx)
+		left := r.lingering(ctx, s)
 		if len(left) == 0 || time.Now().After(deadline) || !sleepCtx(ctx, 2*time.Second) {
 			return left
 		}
 	}
 }
 
-// lingering lists what deleted Clusters left (asks for a full sample and
-// reads a goroutine profile).
-func (r *chaosRun) lingering(ctx context.Context) []string {
+// lingering lists what deleted Clusters left on side s (asks for a full
+// sample and reads a goroutine profile).
+func (r *chaosRun) lingering(ctx context.Context, s *chaosSide) []string {
 	live := r.cf.live()
-	r.cf.mu.Lock()
-	retired := map[string]int{}
-	for name, ps := range r.cf.retired {
-		for _, p := range ps {
-			retired[name] += p.Open()
-		}
-	}
-	r.cf.mu.Unlock()
+	retired := r.cf.retiredOpen(s.plane.index)
 	var left []string
-	samples, _ := r.fullSamples(ctx, 1)
-	prof, perr := r.goroutines(ctx, "")
+	samples, _ := s.fullSamples(ctx, 1)
+	prof, perr := s.goroutines(ctx, "", "")
 	for name, open := range retired {
 		if open > 0 {
 			left = append(left, fmt.Sprintf("%s: %d connections open to a deleted incarnation's proxy", name, open))
 		}
 		isLive := slices.Contains(live, name)
-		if l := labelledLeft(name, prof.ByCluster[name], isLive, r.baseProf.mostPerCluster()); perr == nil && l != "" {
+		if l := labelledLeft(name, prof.ByCluster[name], isLive, s.baseProf.mostPerCluster()); perr == nil && l != "" {
 			left = append(left, l)
 		}
 		if isLive {
 			continue
 		}
-		if down, _ := r.trace.notConnected([]string{name}); len(down) == 0 {
+		if down, _ := s.trace.notConnected([]string{name}); len(down) == 0 {
 			left = append(left, name+": still connected")
 		}
 		if len(samples) > 0 && samples[len(samples)-1].Series[name] > 0 {
@@ -195,13 +214,14 @@ func labelledLeft(name string, n int, live bool, baseMost int) string {
 }
 
 // endStats takes full samples, 3 s apart, for up to 60 s, until their
-// least figures are within the tolerance of base, and returns them with
-// what leaked.
-func (r *chaosRun) endStats(ctx context.Context, base procStats) (procStats, []string) {
+// least figures are within the tolerance of the side's baseline, and
+// returns them with what leaked.
+func (s *chaosSide) endStats(ctx context.Context) (procStats, []string) {
+	base := s.base
 	deadline := time.Now().Add(60 * time.Second)
 	var all []chaosSample
 	for {
-		got, err := r.fullSamples(ctx, 1)
+		got, err := s.fullSamples(ctx, 1)
 		if err != nil {
 			return minStats(all), []string{err.Error()}
 		}

@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -12,8 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -32,38 +30,46 @@ const (
 	chaosMHCSuffix    = "-chaos"
 )
 
-// chaosCluster is one Cluster name's state in the chaos fleet.
+// chaosCluster is one Cluster name's state in the chaos fleet: what every
+// plane shares (its home workload apiserver, incarnation, token
+// generation, liveness) and what each plane has of its own (its proxy,
+// its kubeconfig), indexed by chaosPlane.index.
 type chaosCluster struct {
 	Name        string
 	Home        int // workload apiserver
 	Incarnation int
-	Proxy       *faultproxy.Proxy
-	Kubeconfig  []byte // what its Secret holds when not faulted
+	Proxies     []*faultproxy.Proxy // per plane; set before the cluster is registered, never changed
+	Kubeconfigs [][]byte            // per plane: what its Secret holds when not faulted
 	TokenGen    int
 	Live        bool
 }
 
-// chaosFleet is a fleet whose Clusters the chaos run changes: it creates
-// them itself (Nodes marked, tokens from auth), and keeps the proxies of
-// deleted incarnations (retired) to check that nothing stays connected.
+// chaosFleet is the workload fleet every plane shares and the Clusters the
+// chaos run changes: it creates them itself on every plane (Nodes marked
+// once, on the shared workload apiserver; tokens from auth), and keeps the
+// proxies of deleted incarnations (retired, per plane) to check that
+// nothing stays connected.
 type chaosFleet struct {
-	*fleet
+	*fleet   // its Workload and envs[1:] are the shared workload apiservers
+	planes   []*chaosPlane
 	auth     *authenticator
-	peer     string // the run's name in the tokens' identities
 	machines int
 	// workload are clients of the workload apiservers (10 s timeout).
 	workload []client.Client
 
 	mu       sync.Mutex
 	clusters []*chaosCluster
-	retired  map[string][]*faultproxy.Proxy // by Cluster name
-	userMu   []sync.Mutex                   // envtest's AddUser, per workload apiserver
+	retired  []map[string][]*faultproxy.Proxy // per plane, by Cluster name
+	userMu   []sync.Mutex                     // envtest's AddUser, per workload apiserver
 }
 
-// newChaosFleet wraps f (started without Clusters).
-func newChaosFleet(f *fleet, auth *authenticator, peer string, machines int) (*chaosFleet, error) {
-	cf := &chaosFleet{fleet: f, auth: auth, peer: peer, machines: machines, retired: map[string][]*faultproxy.Proxy{},
-		userMu: make([]sync.Mutex, len(f.Workload))}
+// newChaosFleet wraps f (started without Clusters) and the planes.
+func newChaosFleet(f *fleet, planes []*chaosPlane, auth *authenticator, machines int) (*chaosFleet, error) {
+	cf := &chaosFleet{fleet: f, planes: planes, auth: auth, machines: machines,
+		retired: make([]map[string][]*faultproxy.Proxy, len(planes)), userMu: make([]sync.Mutex, len(f.Workload))}
+	for i := range cf.retired {
+		cf.retired[i] = map[string][]*faultproxy.Proxy{}
+	}
 	for _, cfg := range f.Workload {
 		cfg = rest.CopyConfig(cfg)
 		cfg.Timeout = 10 * time.Second
@@ -88,24 +94,21 @@ func (cf *chaosFleet) cluster(i int) *chaosCluster {
 
 // onAPIServer returns the live Clusters whose home is workload apiserver s.
 func (cf *chaosFleet) onAPIServer(s int) []string {
-	cf.mu.Lock()
-	defer cf.mu.Unlock()
-	var out []string
-	for _, c := range cf.clusters {
-		if c != nil && c.Live && c.Home == s {
-			out = append(out, c.Name)
-		}
-	}
-	return out
+	return cf.liveWhere(func(c *chaosCluster) bool { return c.Home == s })
 }
 
 // live returns the live Clusters' names.
 func (cf *chaosFleet) live() []string {
+	return cf.liveWhere(func(*chaosCluster) bool { return true })
+}
+
+// liveWhere returns the names of the live Clusters keep keeps.
+func (cf *chaosFleet) liveWhere(keep func(*chaosCluster) bool) []string {
 	cf.mu.Lock()
 	defer cf.mu.Unlock()
 	var out []string
 	for _, c := range cf.clusters {
-		if c != nil && c.Live {
+		if c != nil && c.Live && keep(c) {
 			out = append(out, c.Name)
 		}
 	}
@@ -113,20 +116,26 @@ func (cf *chaosFleet) live() []string {
 }
 
 // create creates cluster i (name cNNN) on workload apiserver home, as
-// incarnation inc: its proxy, marked Nodes, Secret (a token), Cluster,
-// BenchMachines, Machines and MachineHealthCheck (the last three only if
-// missing).
+// incarnation inc: its marked Nodes (once, on the shared workload
+// apiserver), then on every plane at once its proxy's Secret (a token),
+// its Cluster, BenchMachines, Machines and MachineHealthCheck (the last
+// three only if missing).
 func (cf *chaosFleet) create(ctx context.Context, i, home, inc int) error {
 	name := fmt.Sprintf("c%03d", i)
 	u, err := url.Parse(cf.Workload[home].Host)
 	if err != nil {
 		return err
 	}
-	p, err := faultproxy.New(u.Host)
-	if err != nil {
-		return err
+	c := &chaosCluster{Name: name, Home: home, Incarnation: inc,
+		Proxies: make([]*faultproxy.Proxy, len(cf.planes)), Kubeconfigs: make([][]byte, len(cf.planes))}
+	for j := range c.Proxies {
+		if c.Proxies[j], err = faultproxy.New(u.Host); err != nil {
+			for _, p := range c.Proxies[:j] {
+				p.Close()
+			}
+			return err
+		}
 	}
-	c := &chaosCluster{Name: name, Home: home, Incarnation: inc, Proxy: p}
 	cf.mu.Lock()
 	for len(cf.clusters) <= i {
 		cf.clusters = append(cf.clusters, nil)
@@ -144,14 +153,15 @@ func (cf *chaosFleet) create(ctx context.Context, i, home, inc int) error {
 	if err := cf.rotateToken(ctx, c); err != nil {
 		return err
 	}
-	if err := retry(ctx, func(ctx context.Context) error { return cf.createCluster(ctx, c) }); err != nil {
+	err = onAll(ctx, cf.planes, func(ctx context.Context, p *chaosPlane) error {
+		err := retry(ctx, func(ctx context.Context) error { return p.createCluster(ctx, name, c.Proxies[p.index].Addr(), inc) })
+		if err == nil {
+			err = p.createMachines(ctx, name, cf.machines)
+		}
+		if err == nil {
+			err = p.createMHC(ctx, name)
+		}
 		return err
-	}
-	if err := cf.createMachines(ctx, name); err != nil {
-		return err
-	}
-	err = retry(ctx, func(ctx context.Context) error {
-		return ignoreExists(cf.mgmt.Create(ctx, mhcObject(name, chaosMHCSuffix[1:])))
 	})
 	cf.mu.Lock()
 	c.Live = err == nil
@@ -194,73 +204,47 @@ func (cf *chaosFleet) upsertNode(ctx context.Context, c *chaosCluster, j int) er
 	return wc.Status().Update(ctx, node)
 }
 
-// createCluster creates c's Cluster object (annotated with its
-// incarnation, endpoint its proxy) and its status.
-func (cf *chaosFleet) createCluster(ctx context.Context, c *chaosCluster) error {
-	obj := clusterObject(c.Name, c.Proxy.Addr())
-	obj.SetAnnotations(map[string]string{chaosIncarnation: strconv.Itoa(c.Incarnation)})
-	if err := cf.mgmt.Create(ctx, obj); ignoreExists(err) != nil {
-		return fmt.Errorf("creating Cluster %s: %w", c.Name, err)
-	}
-	got := &unstructured.Unstructured{}
-	got.SetGroupVersionKind(clusterGVK)
-	if err := cf.mgmt.Get(ctx, client.ObjectKey{Namespace: namespace, Name: c.Name}, got); err != nil {
-		return err
-	}
-	status := clusterStatus()
-	status["conditions"] = append(status["conditions"].([]any), map[string]any{"type": "InfrastructureReady", "status": "True",
-		"lastTransitionTime": time.Now().UTC().Format(time.RFC3339), "reason": "Ready", "message": ""})
-	got.Object["status"] = status
-	return cf.mgmt.Status().Update(ctx, got)
-}
-
-// writeSecret writes c's kubeconfig Secret with value (creating it if
-// missing).
-func (cf *chaosFleet) writeSecret(ctx context.Context, name string, value []byte) error {
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name + "-kubeconfig",
-		Labels: map[string]string{clusterNameLabel: name}}, Type: "cluster.x-k8s.io/secret", Data: map[string][]byte{"value": value}}
-	err := cf.mgmt.Create(ctx, s)
-	if apierrors.IsAlreadyExists(err) {
-		err = cf.mgmt.Update(ctx, s)
-	}
-	if err != nil {
-		return fmt.Errorf("writing Secret of %s: %w", name, err)
-	}
-	return nil
-}
-
-// rotateToken gives c a new token (generation +1) and writes its Secret;
-// the older generations stay valid until revokeTokens.
+// rotateToken gives c a new token generation (+1) and writes every
+// plane's Secret with a token of it (one per plane, its identity naming
+// the plane's cache); the older generations stay valid until
+// revokeTokens.
 func (cf *chaosFleet) rotateToken(ctx context.Context, c *chaosCluster) error {
 	cf.mu.Lock()
 	c.TokenGen++
-	id := identity{Peer: cf.peer, Cluster: c.Name, Gen: c.TokenGen}
+	gen := c.TokenGen
 	cf.mu.Unlock()
-	kc, err := envtestutil.Kubeconfig(cf.Workload[c.Home], c.Proxy.Addr(), cf.auth.issue(id))
-	if err != nil {
-		return err
-	}
-	return cf.setKubeconfig(ctx, c, kc)
+	return onAll(ctx, cf.planes, func(ctx context.Context, p *chaosPlane) error {
+		id := identity{Peer: p.cache, Cluster: c.Name, Gen: gen}
+		kc, err := envtestutil.Kubeconfig(cf.Workload[c.Home], c.Proxies[p.index].Addr(), cf.auth.issue(id))
+		if err != nil {
+			return err
+		}
+		return cf.setKubeconfig(ctx, p, c, kc)
+	})
 }
 
-// setKubeconfig makes kc c's kubeconfig and writes it.
-func (cf *chaosFleet) setKubeconfig(ctx context.Context, c *chaosCluster, kc []byte) error {
+// setKubeconfig makes kc c's kubeconfig on plane p and writes it.
+func (cf *chaosFleet) setKubeconfig(ctx context.Context, p *chaosPlane, c *chaosCluster, kc []byte) error {
 	cf.mu.Lock()
-	c.Kubeconfig = kc
+	c.Kubeconfigs[p.index] = kc
 	cf.mu.Unlock()
-	return retry(ctx, func(ctx context.Context) error { return cf.writeSecret(ctx, c.Name, kc) })
+	return retry(ctx, func(ctx context.Context) error { return p.writeSecret(ctx, c.Name, kc) })
 }
 
-// revokeTokens revokes c's tokens older than its current generation.
+// revokeTokens revokes c's tokens older than its current generation, on
+// every plane.
 func (cf *chaosFleet) revokeTokens(c *chaosCluster) {
 	cf.mu.Lock()
 	gen := c.TokenGen
 	cf.mu.Unlock()
-	cf.auth.revoke(func(id identity) bool { return id.Peer == cf.peer && id.Cluster == c.Name && id.Gen < gen })
+	cf.auth.revoke(func(id identity) bool {
+		return id.Cluster == c.Name && id.Gen < gen && slices.ContainsFunc(cf.planes, func(p *chaosPlane) bool { return p.cache == id.Peer })
+	})
 }
 
 // rotateCert gives c a new client certificate (its home apiserver's CA
-// signs it; the old one stays valid) and writes its Secret.
+// signs it; the old one stays valid) and writes every plane's Secret with
+// it.
 func (cf *chaosFleet) rotateCert(ctx context.Context, c *chaosCluster) error {
 	env := cf.envs[1+c.Home]
 	cf.userMu[c.Home].Lock()
@@ -269,62 +253,54 @@ func (cf *chaosFleet) rotateCert(ctx context.Context, c *chaosCluster) error {
 	if err != nil {
 		return fmt.Errorf("new client certificate for %s: %w", c.Name, err)
 	}
-	kc, err := envtestutil.Kubeconfig(u.Config(), c.Proxy.Addr(), "")
-	if err != nil {
-		return err
-	}
-	return cf.setKubeconfig(ctx, c, kc)
-}
-
-// remove deletes c's Cluster and Secret (and, if all, its
-// MachineHealthCheck, Machines and BenchMachines) and retires its proxy
-// (kept running, passing: a client that outlives the Cluster would go on
-// reading the old Nodes).
-func (cf *chaosFleet) remove(ctx context.Context, c *chaosCluster, all bool) error {
-	cf.mu.Lock()
-	c.Live = false
-	cf.retired[c.Name] = append(cf.retired[c.Name], c.Proxy)
-	cf.mu.Unlock()
-	objs := []client.Object{clusterObject(c.Name, c.Proxy.Addr()),
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: c.Name + "-kubeconfig"}}}
-	if all {
-		objs = append(objs, mhcObject(c.Name, chaosMHCSuffix[1:]))
-	}
-	for _, o := range objs {
-		if err := retry(ctx, func(ctx context.Context) error { return client.IgnoreNotFound(cf.mgmt.Delete(ctx, o)) }); err != nil {
+	return onAll(ctx, cf.planes, func(ctx context.Context, p *chaosPlane) error {
+		kc, err := envtestutil.Kubeconfig(u.Config(), c.Proxies[p.index].Addr(), "")
+		if err != nil {
 			return err
 		}
-	}
-	if all {
-		return cf.deleteMachines(ctx, c.Name)
-	}
-	return nil
-}
-
-// setInfrastructure sets c's status.initialization.infrastructureProvisioned.
-func (cf *chaosFleet) setInfrastructure(ctx context.Context, name string, provisioned bool) error {
-	patch, err := json.Marshal(map[string]any{"status": map[string]any{"initialization": map[string]any{"infrastructureProvisioned": provisioned}}})
-	if err != nil {
-		return err
-	}
-	obj := clusterObject(name, "127.0.0.1:1")
-	return retry(ctx, func(ctx context.Context) error {
-		return cf.mgmt.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch))
+		return cf.setKubeconfig(ctx, p, c, kc)
 	})
 }
 
-// poke annotates what key names (see keysOf): a Cluster's
-// MachineHealthCheck, or a Machine; that makes its reconciler reconcile
-// it.
-func (cf *chaosFleet) poke(ctx context.Context, key string) error {
-	obj := client.Object(mhcObject(key, chaosMHCSuffix[1:]))
-	if isMachine(key) {
-		obj = namedObject(machineGVK, key)
+// restoreSecrets writes back every plane's kubeconfig of c.
+func (cf *chaosFleet) restoreSecrets(ctx context.Context, c *chaosCluster) error {
+	return onAll(ctx, cf.planes, func(ctx context.Context, p *chaosPlane) error {
+		cf.mu.Lock()
+		kc := c.Kubeconfigs[p.index]
+		cf.mu.Unlock()
+		return retry(ctx, func(ctx context.Context) error { return p.writeSecret(ctx, c.Name, kc) })
+	})
+}
+
+// remove deletes c's Cluster and Secret (and, if all, its
+// MachineHealthCheck, Machines and BenchMachines) on every plane, and
+// retires its proxies (kept running, passing: a client that outlives the
+// Cluster would go on reading the old Nodes).
+func (cf *chaosFleet) remove(ctx context.Context, c *chaosCluster, all bool) error {
+	cf.mu.Lock()
+	c.Live = false
+	for j, p := range c.Proxies {
+		cf.retired[j][c.Name] = append(cf.retired[j][c.Name], p)
 	}
-	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, chaosPoke, strconv.FormatInt(time.Now().UnixNano(), 10))
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	return client.IgnoreNotFound(cf.mgmt.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)))
+	cf.mu.Unlock()
+	machines := cf.machinesOf([]string{c.Name})
+	return onAll(ctx, cf.planes, func(ctx context.Context, p *chaosPlane) error {
+		return p.removeCluster(ctx, c.Name, all, machines)
+	})
+}
+
+// retiredOpen counts, per Cluster name, the connections open to plane j's
+// retired proxies.
+func (cf *chaosFleet) retiredOpen(j int) map[string]int {
+	cf.mu.Lock()
+	defer cf.mu.Unlock()
+	out := map[string]int{}
+	for name, ps := range cf.retired[j] {
+		for _, p := range ps {
+			out[name] += p.Open()
+		}
+	}
+	return out
 }
 
 // retryFor bounds retry: the management apiserver may be down (restarted)
@@ -350,24 +326,30 @@ func retry(ctx context.Context, fn func(context.Context) error) error {
 	}
 }
 
-// closeRetired closes the retired proxies.
-func (cf *chaosFleet) closeRetired() {
+// closeProxies closes every proxy, retired or current.
+func (cf *chaosFleet) closeProxies() {
 	cf.mu.Lock()
 	defer cf.mu.Unlock()
-	for _, ps := range cf.retired {
-		for _, p := range ps {
-			p.Close()
+	for _, byName := range cf.retired {
+		for _, ps := range byName {
+			for _, p := range ps {
+				p.Close()
+			}
 		}
 	}
 	for _, c := range cf.clusters {
-		if c != nil && c.Proxy != nil {
-			c.Proxy.Close()
+		if c == nil {
+			continue
+		}
+		for _, p := range c.Proxies {
+			p.Close()
 		}
 	}
 }
 
-// deleteSecret deletes cluster name's kubeconfig Secret.
-func (cf *chaosFleet) deleteSecret(ctx context.Context, name string) error {
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name + "-kubeconfig"}}
-	return client.IgnoreNotFound(cf.mgmt.Delete(ctx, s))
+// isLive reports whether c is live.
+func (cf *chaosFleet) isLive(c *chaosCluster) bool {
+	cf.mu.Lock()
+	defer cf.mu.Unlock()
+	return c.Live
 }

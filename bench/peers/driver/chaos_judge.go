@@ -141,9 +141,9 @@ type pastBound struct {
 	History []faultEvent `json:"history"`
 }
 
-// classTable summarizes samples per class (in chaosClasses' order, then
-// manager-kill) against bound (each sample's, by the fault that freed it),
-// and lists the samples past it with their clusters' fault histories.
+// classTable summarizes samples per class (in the registry's order)
+// against bound (each sample's, by the fault that freed it), and lists
+// the samples past it with their clusters' fault histories.
 func classTable(samples []backSample, interrupted map[string]int, bound chaosBound, events []faultEvent) ([]classStats, []pastBound) {
 	by := map[string][]float64{}
 	pastBy := map[string]int{}
@@ -176,15 +176,6 @@ func classTable(samples []backSample, interrupted map[string]int, bound chaosBou
 		out = append(out, st)
 	}
 	return out, past
-}
-
-// classOrder lists every class.
-func classOrder() []string {
-	var out []string
-	for _, c := range chaosClasses {
-		out = append(out, c.Name)
-	}
-	return append(out, faultManagerKill)
 }
 
 // rank is the nearest-rank q-quantile of sorted ds.

@@ -78,12 +78,12 @@ func infraMachineObject(cluster string, j int) *unstructured.Unstructured {
 }
 
 // createMachines creates cluster name's missing BenchMachines and
-// Machines. A Machine has no nodeRef: the Machine reconciler sets it from
-// the Node it finds by providerID.
-func (cf *chaosFleet) createMachines(ctx context.Context, name string) error {
-	for j := range cf.machines {
+// Machines (n of each) on the plane. A Machine has no nodeRef: the
+// Machine reconciler sets it from the Node it finds by providerID.
+func (p *chaosPlane) createMachines(ctx context.Context, name string, n int) error {
+	for j := range n {
 		for _, obj := range []*unstructured.Unstructured{infraMachineObject(name, j), machineObject(name, j)} {
-			if err := retry(ctx, func(ctx context.Context) error { return ignoreExists(cf.mgmt.Create(ctx, obj.DeepCopy())) }); err != nil {
+			if err := retry(ctx, func(ctx context.Context) error { return ignoreExists(p.mgmt.Create(ctx, obj.DeepCopy())) }); err != nil {
 				return fmt.Errorf("creating %s %s: %w", obj.GetKind(), obj.GetName(), err)
 			}
 		}
@@ -91,22 +91,23 @@ func (cf *chaosFleet) createMachines(ctx context.Context, name string) error {
 	return nil
 }
 
-// deleteMachines deletes cluster name's Machines and BenchMachines. Its
-// Cluster is gone, so the Machine reconciler cannot finish a deletion
-// (Cluster API's Cluster controller deletes the Machines first; none runs
-// here): the run removes the finalizer itself.
-func (cf *chaosFleet) deleteMachines(ctx context.Context, name string) error {
+// deleteMachines deletes the plane's Machines and BenchMachines named
+// machines (a deleted Cluster's). Their Cluster is gone, so the Machine
+// reconciler cannot finish a deletion (Cluster API's Cluster controller
+// deletes the Machines first; none runs here): the run removes the
+// finalizer itself.
+func (p *chaosPlane) deleteMachines(ctx context.Context, machines []string) error {
 	unfinalize := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
-	for _, m := range cf.machinesOf([]string{name}) {
+	for _, m := range machines {
 		machine, infra := namedObject(machineGVK, m), namedObject(infraMachineGVK, m)
 		err := retry(ctx, func(ctx context.Context) error {
-			if err := client.IgnoreNotFound(cf.mgmt.Delete(ctx, machine)); err != nil {
+			if err := client.IgnoreNotFound(p.mgmt.Delete(ctx, machine)); err != nil {
 				return err
 			}
-			if err := client.IgnoreNotFound(cf.mgmt.Patch(ctx, machine, unfinalize)); err != nil {
+			if err := client.IgnoreNotFound(p.mgmt.Patch(ctx, machine, unfinalize)); err != nil {
 				return err
 			}
-			return client.IgnoreNotFound(cf.mgmt.Delete(ctx, infra))
+			return client.IgnoreNotFound(p.mgmt.Delete(ctx, infra))
 		})
 		if err != nil {
 			return fmt.Errorf("deleting Machine %s: %w", m, err)
@@ -166,12 +167,12 @@ func nodeRefCrossings(machines []unstructured.Unstructured, now time.Time) []cha
 	return out
 }
 
-// checkNodeRefs lists the fleet's Machines and returns their nodeRef
+// checkNodeRefs lists the plane's Machines and returns their nodeRef
 // crossings.
-func (cf *chaosFleet) checkNodeRefs(ctx context.Context) ([]chaosCrossing, error) {
+func (p *chaosPlane) checkNodeRefs(ctx context.Context) ([]chaosCrossing, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(machineGVK.GroupVersion().WithKind("MachineList"))
-	if err := retry(ctx, func(ctx context.Context) error { return cf.mgmt.List(ctx, list, client.InNamespace(namespace)) }); err != nil {
+	if err := retry(ctx, func(ctx context.Context) error { return p.mgmt.List(ctx, list, client.InNamespace(namespace)) }); err != nil {
 		return nil, fmt.Errorf("listing the Machines to check their nodeRefs: %w", err)
 	}
 	return nodeRefCrossings(list.Items, time.Now()), nil

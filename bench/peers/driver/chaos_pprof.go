@@ -137,21 +137,21 @@ func pprofGet(ctx context.Context, addr, path string) ([]byte, error) {
 	return body, err
 }
 
-// goroutines reads the peer's goroutine profile. With phase set and
-// -chaos-pprof, it saves it and the live heap's profile as
+// goroutines reads the manager's goroutine profile. With phase and dir
+// set, it saves it and the live heap's profile in dir as
 // <cache>-<phase>-goroutines.txt and <cache>-<phase>-heap.pb.gz.
-func (r *chaosRun) goroutines(ctx context.Context, phase string) (goroutineProfile, error) {
-	addr := r.trace.pprofAddr()
+func (s *chaosSide) goroutines(ctx context.Context, dir, phase string) (goroutineProfile, error) {
+	addr := s.trace.pprofAddr()
 	if addr == "" {
-		return goroutineProfile{}, errors.New("the peer serves no pprof")
+		return goroutineProfile{}, errors.New("the manager serves no pprof")
 	}
 	text, err := pprofGet(ctx, addr, "/debug/pprof/goroutine?debug=1")
 	if err != nil {
 		return goroutineProfile{}, err
 	}
-	if dir := r.o.chaos.PProfDir; dir != "" && phase != "" {
+	if dir != "" && phase != "" {
 		heap, herr := pprofGet(ctx, addr, "/debug/pprof/heap?gc=1")
-		base := filepath.Join(dir, r.cache+"-"+phase)
+		base := filepath.Join(dir, s.cache+"-"+phase)
 		if err := os.WriteFile(base+"-goroutines.txt", text, 0o644); err != nil {
 			return goroutineProfile{}, err
 		}

@@ -3,19 +3,24 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 )
 
 // writeChaos prints a chaos run's tables: time back per fault class, the
-// caches side by side; the verdicts; the clusters past their bound.
+// caches side by side; the verdicts; where the drop-in is behind the stock
+// cache; the clusters past their bound.
 func writeChaos(out io.Writer, rep chaosReport) error {
 	var b strings.Builder
 	o := rep.Options
 	fmt.Fprintf(&b, "Chaos run of %s (%s): %d Clusters on %d workload apiservers, %d Machines each; %d faults over %s, seed %d; %.0f s wall\n\n",
 		rep.Date, rep.Machine, rep.Clusters, rep.APIServers, o.Machines, len(rep.Schedule), time.Duration(o.Duration), o.Seed, rep.Wall)
+	if len(rep.Results) > 1 && !slices.ContainsFunc(rep.Results, func(r chaosResult) bool { return r.Note != "" }) {
+		b.WriteString("The caches ran at once, each in its own manager (Cluster API v1.14.2's MachineHealthCheck and Machine reconcilers) with a management apiserver of its own holding the same objects, on one workload fleet (the same apiservers; each Cluster with a fault proxy per cache); every fault was applied to all of them at the same instant.\n\n")
+	}
 	for _, r := range rep.Results {
-		fmt.Fprintf(&b, "- bound on time back, %s: %.0f s (%s)", r.Cache, r.Bound.Seconds, r.Bound.Derived)
+		fmt.Fprintf(&b, "- bound on time back, %s: %.0f s (%s)", cacheTitle(r.Cache), r.Bound.Seconds, r.Bound.Derived)
 		if r.Bound.Mgmt > 0 {
 			fmt.Fprintf(&b, "; after a management restart: %.0f s (%s)", r.Bound.Mgmt, r.Bound.MgmtDerived)
 		}
@@ -27,7 +32,7 @@ func writeChaos(out io.Writer, rep chaosReport) error {
 	b.WriteString("\nTime back (s): from a fault's end (or the end of the faults overlapping it on that cluster) until the cluster's MachineHealthCheck and each of its Machines have reconciled successfully (a Machine: a reconcile of the Machine reconciler that listed its Node through the cluster's client); samples, then p50 / p99 / max; past bound\n\n")
 	b.WriteString("| fault class |")
 	for _, r := range rep.Results {
-		fmt.Fprintf(&b, " %s: samples (interrupted) | p50 / p99 / max | past bound |", r.Cache)
+		fmt.Fprintf(&b, " %s: samples (interrupted) | p50 / p99 / max | past bound |", cacheTitle(r.Cache))
 	}
 	b.WriteString("\n|---|")
 	b.WriteString(strings.Repeat("---|---|---|", len(rep.Results)))
@@ -46,7 +51,7 @@ func writeChaos(out io.Writer, rep chaosReport) error {
 	}
 	b.WriteString("\n| verdict |")
 	for _, r := range rep.Results {
-		b.WriteString(" " + r.Cache + " |")
+		b.WriteString(" " + cacheTitle(r.Cache) + " |")
 	}
 	b.WriteString("\n|---|" + strings.Repeat("---|", len(rep.Results)) + "\n")
 	for _, row := range verdictRows() {
@@ -56,6 +61,7 @@ func writeChaos(out io.Writer, rep chaosReport) error {
 		}
 		b.WriteString("\n")
 	}
+	writeBehind(&b, rep.Results)
 	for _, r := range rep.Results {
 		writeGrown(&b, r)
 		writePastBound(&b, r)
@@ -139,12 +145,12 @@ func countOrList(l []string) string {
 func writeGrown(b *strings.Builder, r chaosResult) {
 	v := r.Verdicts
 	if v.ProfileError != "" {
-		fmt.Fprintf(b, "\n%s: no goroutine profiles: %s\n", r.Cache, v.ProfileError)
+		fmt.Fprintf(b, "\n%s: no goroutine profiles: %s\n", cacheTitle(r.Cache), v.ProfileError)
 	}
 	if len(v.Leaked) == 0 || len(v.Grown) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "\n%s: the goroutine stacks that grew most from the baseline to the end:\n\n", r.Cache)
+	fmt.Fprintf(b, "\n%s: the goroutine stacks that grew most from the baseline to the end:\n\n", cacheTitle(r.Cache))
 	for _, g := range v.Grown {
 		frames := strings.Split(g.Stack, " < ")
 		fmt.Fprintf(b, "- %d → %d: %s\n", g.Baseline, g.End, strings.Join(frames[:min(4, len(frames))], " < "))
@@ -156,7 +162,7 @@ func writePastBound(b *strings.Builder, r chaosResult) {
 	if len(r.PastBound) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "\n%s: %d (fault, cluster) samples past their bound:\n\n", r.Cache, len(r.PastBound))
+	fmt.Fprintf(b, "\n%s: %d (fault, cluster) samples past their bound:\n\n", cacheTitle(r.Cache), len(r.PastBound))
 	for i, p := range r.PastBound {
 		if i == 30 {
 			fmt.Fprintf(b, "- … %d more (in the JSON)\n", len(r.PastBound)-30)

@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -13,17 +13,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
-// chaosSetup is what one cache's run needs.
+// chaosSetup is what the run needs.
 type chaosSetup struct {
 	o                  options
 	root, bin, capiDir string
-	cache              string
+	caches             []string
 	schedule           []fault
 }
 
-// chaosResult is one cache's run.
+// chaosResult is one cache's side of the run.
 type chaosResult struct {
-	Cache     string        `json:"cache"`
+	Cache string `json:"cache"`
+	// Title names the cache in the report (cacheTitle).
+	Title     string        `json:"title,omitempty"`
 	Bound     chaosBound    `json:"bound"`
 	Events    []faultEvent  `json:"events"`
 	Classes   []classStats  `json:"classes"`
@@ -37,40 +39,35 @@ type chaosResult struct {
 	Note string `json:"note,omitempty"`
 }
 
-// chaosRun is one cache's run in progress.
+// chaosRun is the run in progress: one workload fleet, one side (plane
+// and manager) per cache, one schedule played on all of them.
 type chaosRun struct {
 	chaosSetup
 	cf       *chaosFleet
-	mgmt     *apiserverProc
 	workload []*apiserverProc
-	peer     *peerProc
-	trace    *chaosTrace
+	sides    []*chaosSide
 	t0       time.Time
-
-	// baseProf is the peer's goroutine profile at the baseline (profErr:
-	// why there is none).
-	baseProf goroutineProfile
-	profErr  error
 
 	mu     sync.Mutex
 	events []faultEvent
 }
 
-// runChaosCache runs the schedule on a fresh fleet with cache.
-func runChaosCache(ctx context.Context, s chaosSetup) (chaosResult, error) {
+// runChaos plays the schedule on every cache at once: one fresh workload
+// fleet, a management plane per cache.
+func runChaos(ctx context.Context, s chaosSetup) ([]chaosResult, error) {
 	a, err := startAuthenticator()
 	if err != nil {
-		return chaosResult{}, err
+		return nil, err
 	}
 	defer a.close()
 	dir, err := os.MkdirTemp("", "bench-chaos-")
 	if err != nil {
-		return chaosResult{}, err
+		return nil, err
 	}
 	defer os.RemoveAll(dir)
 	webhook, err := a.webhookKubeconfig(dir)
 	if err != nil {
-		return chaosResult{}, err
+		return nil, err
 	}
 	configure := func(_ int, env *envtest.Environment) {
 		env.ControlPlane.GetAPIServer().Configure().
@@ -78,44 +75,84 @@ func runChaosCache(ctx context.Context, s chaosSetup) (chaosResult, error) {
 			Append("authentication-token-webhook-version", "v1").
 			Append("authentication-token-webhook-cache-ttl", webhookCacheTTL.String())
 	}
-	fmt.Fprintf(os.Stderr, "bench-chaos: starting %d apiservers, %d Clusters × %d Machines\n", 1+s.o.apiservers, s.o.cfg.Clusters, s.o.chaos.Machines)
-	f, err := startFleet(ctx, s.root, 0, s.o.apiservers, 0, configure)
+	fmt.Fprintf(os.Stderr, "bench-chaos: starting %d workload apiservers and %d management apiservers (%s), %d Clusters × %d Machines\n",
+		s.o.apiservers, len(s.caches), strings.Join(s.caches, ", "), s.o.cfg.Clusters, s.o.chaos.Machines)
+	fleets, err := startPlaneFleets(ctx, s.root, s.o.apiservers, len(s.caches), configure)
 	if err != nil {
-		return chaosResult{}, err
+		return nil, err
 	}
-	defer f.stop()
+	defer func() {
+		for _, f := range fleets {
+			f.stop()
+		}
+	}()
 	r := &chaosRun{chaosSetup: s}
 	defer r.close()
-	if err := r.prepare(ctx, f, a); err != nil {
-		return chaosResult{}, err
+	if err := r.prepare(ctx, fleets, a); err != nil {
+		return nil, err
 	}
-	logPath := filepath.Join(os.TempDir(), fmt.Sprintf("bench-chaos-%d-%s-peer.log", os.Getpid(), s.cache))
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return chaosResult{}, err
+	for _, p := range r.cf.planes {
+		log, err := peerLog(p.cache)
+		if err != nil {
+			return nil, err
+		}
+		defer log.Close()
+		r.sides = append(r.sides, newChaosSide(s.o, s.bin, p, r.cf, log))
 	}
-	defer logFile.Close()
-	fmt.Fprintf(os.Stderr, "bench-chaos: the manager's stderr goes to %s\n", logPath)
-	return r.run(ctx, logFile)
+	return r.run(ctx)
 }
 
-// prepare finds the apiserver processes and creates the Clusters.
-func (r *chaosRun) prepare(ctx context.Context, f *fleet, a *authenticator) error {
-	if err := mhcObjects(ctx, f, r.capiDir, 0); err != nil { // the CRDs
-		return err
+// startPlaneFleets starts, at once, the workload fleet (k apiservers,
+// configured) with the first plane's management apiserver, and one more
+// management apiserver per further plane.
+func startPlaneFleets(ctx context.Context, root string, k, planes int, configure func(int, *envtest.Environment)) ([]*fleet, error) {
+	fleets := make([]*fleet, planes)
+	errs := make([]error, planes)
+	var wg sync.WaitGroup
+	for i := range fleets {
+		wg.Go(func() {
+			if i == 0 {
+				fleets[i], errs[i] = startFleet(ctx, root, 0, k, 0, configure)
+			} else {
+				fleets[i], errs[i] = startFleet(ctx, root, 0, 0, 0)
+			}
+		})
 	}
-	if err := installMachineCRDs(ctx, f.mgmt, r.capiDir); err != nil {
-		return err
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, f := range fleets {
+			if f != nil {
+				f.stop()
+			}
+		}
+		return nil, err
 	}
-	cf, err := newChaosFleet(f, a, r.cache, r.o.chaos.Machines)
+	return fleets, nil
+}
+
+// prepare installs the CRDs on every plane, finds the apiserver
+// processes and creates the Clusters (on every plane).
+func (r *chaosRun) prepare(ctx context.Context, fleets []*fleet, a *authenticator) error {
+	var planes []*chaosPlane
+	for i, f := range fleets {
+		if err := mhcObjects(ctx, f, r.capiDir, 0); err != nil { // the CRDs
+			return err
+		}
+		if err := installMachineCRDs(ctx, f.mgmt, r.capiDir); err != nil {
+			return err
+		}
+		proc, err := findAPIServer(f.envs[0].Config)
+		if err != nil {
+			return err
+		}
+		planes = append(planes, &chaosPlane{cache: r.caches[i], index: i, mgmt: f.mgmt, kubeconfig: f.Kubeconfig, proc: proc})
+	}
+	cf, err := newChaosFleet(fleets[0], planes, a, r.o.chaos.Machines)
 	if err != nil {
 		return err
 	}
 	r.cf = cf
-	if r.mgmt, err = findAPIServer(f.envs[0].Config); err != nil {
-		return err
-	}
-	for _, cfg := range f.Workload {
+	for _, cfg := range cf.Workload {
 		p, err := findAPIServer(cfg)
 		if err != nil {
 			return err
@@ -128,7 +165,7 @@ func (r *chaosRun) prepare(ctx context.Context, f *fleet, a *authenticator) erro
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem }()
-			errs <- cf.create(ctx, i, i%len(f.Workload), 1)
+			errs <- cf.create(ctx, i, i%len(cf.Workload), 1)
 		}()
 	}
 	for range r.o.cfg.Clusters {
@@ -148,84 +185,113 @@ func hostOf(u string) string {
 	return p.Host
 }
 
-// close ends the peer and the processes the run started again.
+// close ends the managers and the processes the run started again.
 func (r *chaosRun) close() {
-	if r.peer != nil {
-		r.peer.stop()
+	for _, s := range r.sides {
+		s.peer.stop()
 	}
-	if r.mgmt != nil {
-		r.mgmt.close()
+	if r.cf != nil {
+		for _, p := range r.cf.planes {
+			p.proc.close()
+		}
+		r.cf.closeProxies()
 	}
 	for _, p := range r.workload {
 		p.close()
 	}
-	if r.cf != nil {
-		r.cf.closeRetired()
-	}
 }
 
-// run starts the peer, waits for the fleet to settle, takes the
-// baseline, plays the schedule and judges.
-func (r *chaosRun) run(ctx context.Context, log *os.File) (chaosResult, error) {
-	res := chaosResult{Cache: r.cache, Bound: boundFor(r.cache)}
-	args := []string{"-chaos", "-kubeconfig", r.cf.Kubeconfig, "-namespace", namespace, "-cache", r.cache,
-		"-sample", chaosSampleEvery.String(), "-hung-after", chaosHungAfter.String(), "-pprof", "127.0.0.1:0"}
-	if r.o.chaos.Gates != "" {
-		args = append(args, "-feature-gates", r.o.chaos.Gates)
-	}
-	r.peer = newPeerProc(r.bin, args, log)
-	if r.o.chaos.Race {
-		r.peer.env = []string{"GORACE=halt_on_error=1"}
-	}
-	r.trace = newChaosTrace(r.cf.live)
-	collected := make(chan struct{})
-	go func() { r.trace.collect(r.peer.Samples); close(collected) }()
-	defer func() { r.peer.stop(); close(r.peer.Samples); <-collected }()
-	if err := r.peer.start(); err != nil {
-		return res, err
+// run starts the managers, waits for every side to settle, takes the
+// baselines, plays the schedule and judges each side.
+func (r *chaosRun) run(ctx context.Context) ([]chaosResult, error) {
+	defer func() {
+		for _, s := range r.sides {
+			s.finish()
+		}
+	}()
+	for _, s := range r.sides {
+		if err := s.peer.start(); err != nil {
+			return nil, err
+		}
 	}
 	pctx, stopPoking := context.WithCancel(ctx)
 	defer stopPoking()
 	go r.poke(pctx)
 	start := time.Now()
 	live := r.cf.live()
-	r.trace.await(append(live, r.cf.machinesOf(live)...), start)
-	if err := r.waitSettled(ctx, r.o.chaos.Warmup); err != nil {
-		return res, fmt.Errorf("%s: before the first fault: %w", r.cache, err)
+	for _, s := range r.sides {
+		s.trace.await(append(live, r.cf.machinesOf(live)...), start)
 	}
-	res.Warmup = time.Since(start).Seconds()
-	fmt.Fprintf(os.Stderr, "bench-chaos: %s: every Cluster connected and reconciled after %.1f s; baseline in %s\n", r.cache, res.Warmup, r.o.chaos.Steady)
+	if err := r.waitSettled(ctx, start); err != nil {
+		return nil, fmt.Errorf("before the first fault: %w", err)
+	}
 	sleepCtx(ctx, r.o.chaos.Steady)
-	base, err := r.fullSamples(ctx, chaosBaselineSamples)
-	if err != nil {
-		return res, err
+	if err := onAll(ctx, r.sides, func(ctx context.Context, s *chaosSide) error { return s.baseline(ctx, r.o.chaos.PProfDir) }); err != nil {
+		return nil, err
 	}
-	r.baseProf, r.profErr = r.goroutines(ctx, "baseline")
 	r.t0 = time.Now()
-	r.trace.setT0(r.t0)
+	for _, s := range r.sides {
+		s.trace.setT0(r.t0)
+	}
 	r.play(ctx)
-	fmt.Fprintf(os.Stderr, "bench-chaos: %s: every fault ended after %s; judging\n", r.cache, time.Since(r.t0).Round(time.Second))
-	res.Verdicts = r.judgeEnd(ctx, medianStats(base))
-	res.Events = r.sortedEvents()
-	points, successes, crossed, hung, panics := r.trace.snapshot()
-	res.Points = points
-	refs, err := r.cf.checkNodeRefs(ctx)
-	if err != nil {
-		res.Verdicts.Restore = strings.TrimPrefix(res.Verdicts.Restore+"; "+err.Error(), "; ")
-	}
-	res.Verdicts.setChecks(append(crossed, refs...), hung, panics, r.peer.crashed())
-	secs := map[string][]float64{}
-	for c, ts := range successes {
-		secs[c] = secondsSince(r.t0, ts)
-	}
-	samples, interrupted := timeBack(res.Events, secs, r.cf.keysOf)
-	res.Classes, res.PastBound = classTable(samples, interrupted, res.Bound, res.Events)
-	return res, nil
+	fmt.Fprintf(os.Stderr, "bench-chaos: every fault ended after %s; judging\n", time.Since(r.t0).Round(time.Second))
+	restoreErr := r.cf.restore(ctx, r.o.cfg.Clusters, minRecreateGap)
+	restored := time.Now()
+	results := make([]chaosResult, len(r.sides))
+	onAll(ctx, r.sides, func(ctx context.Context, s *chaosSide) error {
+		results[s.plane.index] = r.judge(ctx, s, restored, restoreErr)
+		return nil
+	})
+	return results, ctx.Err()
 }
 
-// poke annotates the MachineHealthChecks and Machines waiting for a
-// reconcile, every pokeEvery, until ctx ends; it also starts the peer
-// again if it crashed.
+// waitSettled waits (up to the warmup bound from start) until every side
+// has every live Cluster connected and none waiting for a reconcile, and
+// records when each side got there.
+func (r *chaosRun) waitSettled(ctx context.Context, start time.Time) error {
+	deadline := start.Add(r.o.chaos.Warmup)
+	done := make([]bool, len(r.sides))
+	for {
+		live, left := r.cf.live(), 0
+		for i, s := range r.sides {
+			if !done[i] && s.settled(live) {
+				done[i], s.warmup = true, time.Since(start).Seconds()
+				fmt.Fprintf(os.Stderr, "bench-chaos: %s: every Cluster connected and reconciled after %.1f s\n", s.cache, s.warmup)
+			}
+			if !done[i] {
+				left++
+			}
+		}
+		if left == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return r.notSettled(live, done)
+		}
+		if !sleepCtx(ctx, 250*time.Millisecond) {
+			return ctx.Err()
+		}
+	}
+}
+
+// notSettled says, per side not done, what is not connected or not
+// reconciled.
+func (r *chaosRun) notSettled(live []string, done []bool) error {
+	var errs []error
+	for i, s := range r.sides {
+		if done[i] {
+			continue
+		}
+		down, _ := s.trace.notConnected(live)
+		waiting := s.trace.waiting()
+		errs = append(errs, fmt.Errorf("%s: after %s: %d of %d Clusters not connected (%v), %d not reconciled (%v)",
+			s.cache, r.o.chaos.Warmup, len(down), len(live), down, len(waiting), waiting))
+	}
+	return errors.Join(errs...)
+}
+
+// poke pokes, every pokeEvery until ctx ends, what waits for a reconcile
+// on each side (and starts a crashed manager again).
 func (r *chaosRun) poke(ctx context.Context) {
 	t := time.NewTicker(pokeEvery)
 	defer t.Stop()
@@ -235,68 +301,18 @@ func (r *chaosRun) poke(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if err := r.peer.restartIfCrashed(); err != nil {
-			fmt.Fprintln(os.Stderr, "bench-chaos: starting the crashed peer again:", err)
-		}
-		for _, c := range r.trace.waiting() {
-			if err := r.cf.poke(ctx, c); err != nil && ctx.Err() == nil {
-				break // the management apiserver is down: next time
-			}
-		}
+		onAll(ctx, r.sides, func(ctx context.Context, s *chaosSide) error { s.pokeWaiting(ctx); return nil })
 	}
 }
 
-// waitSettled waits (within d) until every live cluster is connected and
-// none waits for a reconcile.
-func (r *chaosRun) waitSettled(ctx context.Context, d time.Duration) error {
-	deadline := time.Now().Add(d)
-	for {
-		live := r.cf.live()
-		down, _ := r.trace.notConnected(live)
-		waiting := r.trace.waiting()
-		if len(down) == 0 && len(waiting) == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("after %s: %d of %d Clusters not connected (%v), %d not reconciled (%v)", d, len(down), len(live), down, len(waiting), waiting)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Second):
-		}
-	}
-}
-
-// fullSamples asks for n full samples, 2 s apart, and returns them.
-func (r *chaosRun) fullSamples(ctx context.Context, n int) ([]chaosSample, error) {
-	since := time.Now().Truncate(time.Millisecond) // samples carry milliseconds
-	for range n {
-		r.peer.askFull()
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(2 * time.Second):
-		}
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		got := r.trace.fullsSince(since)
-		if len(got) >= n {
-			return got, nil
-		}
-		if time.Now().After(deadline) {
-			return got, fmt.Errorf("%d of %d full samples from the peer", len(got), n)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-// record adds an applied fault, and makes the run wait for a successful
-// reconcile of each Machine of its clusters since its end (play waits for
-// their MachineHealthChecks'; poke pokes both until then).
+// record adds an applied fault, and makes every side wait for a
+// successful reconcile of the MachineHealthCheck and each Machine of its
+// clusters since its end (poke pokes them until then).
 func (r *chaosRun) record(e faultEvent) {
-	r.trace.await(r.cf.machinesOf(e.Clusters), r.t0.Add(time.Duration(e.End*float64(time.Second))))
+	end := r.t0.Add(time.Duration(e.End * float64(time.Second)))
+	for _, s := range r.sides {
+		s.trace.await(append(r.cf.machinesOf(e.Clusters), e.Clusters...), end)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, e)

@@ -28,7 +28,7 @@ func TestChaosScheduleIsSeededAndExclusive(t *testing.T) {
 		t.Fatal("another seed, the same schedule")
 	}
 	checkExclusive(t, s, m, d)
-	for _, c := range chaosClasses {
+	for _, c := range drawnClasses() {
 		if n := count(s, c.Name); n < 2 {
 			t.Errorf("class %s drawn %d times in %s, want every class at least twice", c.Name, n, d)
 		}
@@ -61,7 +61,7 @@ func checkExclusive(t *testing.T, s []fault, m int, d time.Duration) {
 			}
 			added++
 		default:
-			key := [2]int{kind, max(f.Target, 0)}
+			key := [2]int{int(kind), max(f.Target, 0)}
 			if busy[key] > f.At {
 				t.Fatalf("fault %+v starts while its target is busy until %s", f, busy[key])
 			}
@@ -342,8 +342,8 @@ func TestChaosReportStatesBounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"bound on time back, adapter: 70 s (", "; after a management restart: 140 s (2 of client-go's reflector waits",
-		"bound on time back, stock: 100 s (older). From an earlier run.\n",
+		"bound on time back, clusterpool's drop-in: 70 s (", "; after a management restart: 140 s (2 of client-go's reflector waits",
+		"bound on time back, Cluster API v1.14.2's ClusterCache: 100 s (older). From an earlier run.\n",
 		"c001 after fault 3 (cert-rotate), free at 10.0 s (end of a mgmt-restart): back 190.0, bound 140 s;",
 	} {
 		if !strings.Contains(out.String(), want) {

@@ -40,7 +40,7 @@ type options struct {
 	ba         beforeAfterOptions
 }
 
-// report is the JSON written with -json (read by bench/peers/plot).
+// report is the JSON written with -json (read by bench/plot).
 type report struct {
 	Date       string       `json:"date"`
 	Machine    string       `json:"machine"`

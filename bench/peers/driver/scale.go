@@ -113,7 +113,7 @@ type baseline struct {
 	RequestsPerSec float64 `json:"requests_per_s"`
 }
 
-// scaleReport is what -json writes in a scale run (bench/peers/plot -scale
+// scaleReport is what -json writes in a scale run (bench/plot -scale
 // reads it).
 type scaleReport struct {
 	Date       string        `json:"date"`

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"image/color"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -18,7 +19,9 @@ type chaosReport struct {
 		Seed uint64 `json:"seed"`
 	} `json:"options"`
 	Results []struct {
-		Cache  string `json:"cache"`
+		Cache string `json:"cache"`
+		// Title names the cache (empty in runs before it was written).
+		Title  string `json:"title"`
 		Points []struct {
 			T         float64 `json:"t"`
 			Connected float64 `json:"connected"`
@@ -32,7 +35,8 @@ type chaosReport struct {
 }
 
 // chaosClassOrder is the fault rows' order, top to bottom (the driver's
-// classes).
+// registry, driver/chaos_classes.go); a class the run has that is not
+// here gets a row below them (classRows).
 var chaosClassOrder = []string{"apiserver-stop", "apiserver-restart", "blackhole", "reset", "first-byte", "trickle",
 	"token-rotate", "cert-rotate", "secret-delete", "secret-garbage", "cluster-recreate", "cluster-add", "infra-flip",
 	"mgmt-restart", "manager-kill"}
@@ -68,7 +72,11 @@ func runChaos(in, out string) error {
 			l.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
 		}
 		conn.Add(l)
-		conn.Legend.Add(r.Cache, l)
+		name := r.Title
+		if name == "" {
+			name = r.Cache
+		}
+		conn.Legend.Add(name, l)
 	}
 	conn.Y.Min = 0
 	faults, err := faultRows(rep)
@@ -86,15 +94,16 @@ func faultRows(rep chaosReport) (*plot.Plot, error) {
 	p := newPlot("faults (start to end)", "")
 	p.X.Label.Text = "time since the first fault (s)"
 	p.Legend.Top = false
+	classes := classRows(rep)
 	row := map[string]int{}
 	var ticks []plot.Tick
-	for i, c := range chaosClassOrder {
-		y := len(chaosClassOrder) - i
+	for i, c := range classes {
+		y := len(classes) - i
 		row[c] = y
 		ticks = append(ticks, plot.Tick{Value: float64(y), Label: c})
 	}
 	p.Y.Tick.Marker = plot.ConstantTicks(ticks)
-	p.Y.Min, p.Y.Max = 0, float64(len(chaosClassOrder)+1)
+	p.Y.Min, p.Y.Max = 0, float64(len(classes)+1)
 	for _, e := range rep.Results[0].Events {
 		y := float64(row[e.Class])
 		end := max(e.End, e.Start+1) // instant faults as a 1 s mark
@@ -107,4 +116,16 @@ func faultRows(rep chaosReport) (*plot.Plot, error) {
 		p.Add(l)
 	}
 	return p, nil
+}
+
+// classRows is chaosClassOrder, then each class of the first result's
+// faults that it lacks, in their order.
+func classRows(rep chaosReport) []string {
+	rows := slices.Clone(chaosClassOrder)
+	for _, e := range rep.Results[0].Events {
+		if !slices.Contains(rows, e.Class) {
+			rows = append(rows, e.Class)
+		}
+	}
+	return rows
 }
