@@ -27,14 +27,16 @@ DEMO_FLAGS  ?= -duration 60s -flap 20s
 TESTED_MODULES := . tracing/otlp examples/capi clusterapi bench bench/peers/workload bench/peers/capi
 BUILT_MODULES  := bench/plot $(addprefix bench/peers/,protocol cct clustercache clusterpool floor)
 
-.PHONY: all test test-newest adoption chaos chaos-short chaos-short-race vet vet-checks lint lint-checks staticcheck test-newest-build capi-conformance-build fmt bench bench-scale bench-mhc bench-before-after bench-rotation capi-conformance capi-conformance-adapter bench-scenarios bench-scenarios-realtime bench-peers bench-peers-smoke soak demo demo-replicas demo-herd bench-shard tools clean envtest-assets crds jaeger jaeger-bin trace-picture
+.PHONY: all test test-newest adoption chaos chaos-short chaos-short-race vet vet-ahead lint lint-checks staticcheck test-newest-build capi-conformance-build fmt bench bench-scale bench-mhc bench-before-after bench-rotation capi-conformance capi-conformance-adapter bench-scenarios bench-scenarios-realtime bench-peers bench-peers-smoke soak demo demo-replicas demo-herd bench-shard tools clean envtest-assets crds jaeger jaeger-bin trace-picture
 
 all: lint test
 
-## test: go vet, then every test under the race detector, the envtest ones
-## on real kube-apiservers built by envtest-assets.
-test: vet envtest-assets jaeger-bin
-	for m in $(TESTED_MODULES); do (cd $$m && $(GO) test -race -count=1 ./...) || exit 1; done
+## test: go vet and every test under the race detector, module by module (each vetted just
+## before its tests), the envtest ones on real kube-apiservers built by envtest-assets; then
+## go vet of BUILT_MODULES and the bench-peers smoke run.
+test: envtest-assets jaeger-bin
+	for m in $(TESTED_MODULES); do (cd $$m && $(VET_RACE) && $(GO) test -race -count=1 ./...) || exit 1; done
+	for m in $(BUILT_MODULES); do (cd $$m && $(VET_TRIM)) || exit 1; done
 	$(MAKE) bench-peers-smoke
 
 ## test-newest: the newest end of the supported range. In copies of the library
@@ -58,9 +60,17 @@ adoption:
 	bash hack/adoption.sh
 
 ## vet: go vet in every module, the tested ones with -race (see TESTED_MODULES).
+VET_RACE := GOFLAGS=-race $(GO) vet ./...
+VET_TRIM := GOFLAGS=-trimpath $(GO) vet ./...
 vet:
-	for m in $(TESTED_MODULES); do (cd $$m && GOFLAGS=-race $(GO) vet ./...) || exit 1; done
-	for m in $(BUILT_MODULES); do (cd $$m && GOFLAGS=-trimpath $(GO) vet ./...) || exit 1; done
+	for m in $(TESTED_MODULES); do (cd $$m && $(VET_RACE)) || exit 1; done
+	for m in $(BUILT_MODULES); do (cd $$m && $(VET_TRIM)) || exit 1; done
+
+## vet-ahead: vet without the root module (.ci/run makes it in the background while make
+## test vets and tests the root module, so the later modules are compiled when it reaches them).
+vet-ahead:
+	for m in $(filter-out .,$(TESTED_MODULES)); do (cd $$m && $(VET_RACE)) || exit 1; done
+	for m in $(BUILT_MODULES); do (cd $$m && $(VET_TRIM)) || exit 1; done
 
 ## envtest-assets: build kube-apiserver and etcd from the module proxy into ./bin (once; ~10 min).
 envtest-assets: $(ENVTEST_ASSETS)/kube-apiserver
@@ -94,11 +104,8 @@ crds:
 ## library doc comment, the README's quick starts compile, no library function over
 ## cyclomatic complexity 15 (gocyclo), every pool and kube lock in the documented order and the pool's
 ## core pure (two source checks in ./pool), gofmt, go vet and staticcheck (built into ./bin from hack/tools).
-## .ci/run makes its parts apart: lint-checks and vet first, staticcheck while the tests run.
+## .ci/run makes its parts apart: lint-checks first, vet with make test, staticcheck in the background.
 lint: lint-checks vet staticcheck
-
-## vet-checks: go vet, then lint-checks (one leg of .ci/run).
-vet-checks: vet lint-checks
 
 ## lint-checks: lint without go vet and staticcheck.
 lint-checks: $(GOCYCLO)
