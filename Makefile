@@ -27,7 +27,7 @@ DEMO_FLAGS  ?= -duration 60s -flap 20s
 TESTED_MODULES := . tracing/otlp examples/capi clusterapi bench bench/peers/workload bench/peers/capi
 BUILT_MODULES  := bench/plot $(addprefix bench/peers/,protocol cct clustercache clusterpool floor)
 
-.PHONY: all test test-newest adoption chaos chaos-short chaos-short-race vet vet-ahead lint lint-checks staticcheck test-newest-build capi-conformance-build fmt bench bench-scale bench-mhc bench-before-after bench-rotation capi-conformance capi-conformance-adapter bench-scenarios bench-scenarios-realtime bench-peers bench-peers-smoke soak demo demo-replicas demo-herd bench-shard tools clean envtest-assets crds jaeger jaeger-bin trace-picture
+.PHONY: all test test-newest adoption chaos chaos-short chaos-short-race vet vet-ahead vet-built lint lint-checks staticcheck test-newest-build capi-conformance-build fmt bench bench-scale bench-mhc bench-before-after bench-rotation capi-conformance capi-conformance-adapter bench-scenarios bench-scenarios-realtime bench-peers bench-peers-smoke soak demo demo-replicas demo-herd bench-shard tools clean envtest-assets crds jaeger jaeger-bin trace-picture
 
 all: lint test
 
@@ -38,7 +38,7 @@ all: lint test
 test: envtest-assets jaeger-bin
 	for m in $(TESTED_MODULES); do (cd $$m && $(VET_RACE) && $(GO) test -race -count=1 ./...) || exit 1; done
 	$(MAKE) bench-peers-smoke
-	for m in $(BUILT_MODULES); do (cd $$m && $(VET_TRIM)) || exit 1; done
+	$(MAKE) vet-built
 
 ## test-newest: the newest end of the supported range. In copies of the library
 ## modules' go.mod (bin/newest), controller-runtime, k8s.io (one release), OpenTelemetry
@@ -63,14 +63,17 @@ adoption:
 ## vet: go vet in every module, the tested ones with -race (see TESTED_MODULES).
 VET_RACE := GOFLAGS=-race $(GO) vet ./...
 VET_TRIM := GOFLAGS=-trimpath $(GO) vet ./...
-vet:
-	for m in $(TESTED_MODULES); do (cd $$m && $(VET_RACE)) || exit 1; done
-	for m in $(BUILT_MODULES); do (cd $$m && $(VET_TRIM)) || exit 1; done
+vet: vet-ahead
+	$(VET_RACE)
 
 ## vet-ahead: vet without the root module (.ci/run makes it in the background while make
 ## test vets and tests the root module, so the later modules are compiled when it reaches them).
 vet-ahead:
 	for m in $(filter-out .,$(TESTED_MODULES)); do (cd $$m && $(VET_RACE)) || exit 1; done
+	$(MAKE) vet-built
+
+## vet-built: go vet of BUILT_MODULES, with the flags they are built with.
+vet-built:
 	for m in $(BUILT_MODULES); do (cd $$m && $(VET_TRIM)) || exit 1; done
 
 ## envtest-assets: build kube-apiserver and etcd from the module proxy into ./bin (once; ~10 min).
