@@ -103,6 +103,7 @@ func (r *chaosRun) judge(ctx context.Context, s *chaosSide, restored time.Time, 
 		secs[c] = secondsSince(r.t0, ts)
 	}
 	samples, interrupted := timeBack(res.Events, secs, r.cf.keysOf)
+	res.Samples = samples
 	res.Classes, res.PastBound = classTable(samples, interrupted, res.Bound, res.Events)
 	return res
 }

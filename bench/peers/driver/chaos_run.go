@@ -33,6 +33,9 @@ type chaosResult struct {
 	Verdicts  chaosVerdicts `json:"verdicts"`
 	Points    []tracePoint  `json:"points"`
 	Warmup    float64       `json:"warmup_s"`
+	// Samples is every time back the classes sum up, for finding why a
+	// slow one was slow (issue 44: correlate with the manager's log).
+	Samples []backSample `json:"samples"`
 	// Note says where a result comes from when the report joins runs of
 	// one schedule made at different times (written by hand; empty when
 	// one run made every result).
