@@ -41,3 +41,15 @@ func repoRoot() (string, error) {
 		dir = parent
 	}
 }
+
+// capiPeer builds the Cluster API peer (bench/peers/capi) and returns its
+// binary and the directory of Cluster API's module (its CRDs).
+func capiPeer(ctx context.Context, root string) (bin, capiDir string, err error) {
+	if bin, err = buildPeer(ctx, root, "capi"); err != nil {
+		return "", "", err
+	}
+	if capiDir, err = moduleDir(ctx, capiModule); err != nil {
+		return "", "", err
+	}
+	return bin, capiDir, nil
+}

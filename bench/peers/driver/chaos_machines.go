@@ -25,10 +25,6 @@ var machineCRDFiles = []string{
 	"core/config/crd/bases/cluster.x-k8s.io_machinedrainrules.yaml",
 }
 
-// infraMachineGVK is the fleet's infrastructure machine kind (a CRD of
-// the run's own, infraMachineCRD).
-var infraMachineGVK = schema.GroupVersionKind{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Kind: "BenchMachine"}
-
 // installMachineCRDs installs machineCRDFiles and infraMachineCRD.
 func installMachineCRDs(ctx context.Context, mgmt client.Client, capiDir string) error {
 	for _, file := range machineCRDFiles {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -227,46 +225,6 @@ func runScenarios(ctx context.Context, f *fleet, bins map[string]string, o optio
 	return ran, nil
 }
 
-// readJSON decodes file into v.
-func readJSON(file string, v any) error {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(data, v); err != nil {
-		return fmt.Errorf("%s: %w", file, err)
-	}
-	return nil
-}
-
-// writeJSON writes v as indented JSON to file, unless file is empty.
-func writeJSON(file string, v any) error {
-	return writeJSONAs(file, v, true)
-}
-
-// writeJSONAs writes v to file, unless file is empty: indented, or compact
-// (a chaos run's report: an hour's series and fault histories stay under
-// the 1 MiB that make lint allows a tracked file).
-func writeJSONAs(file string, v any, indent bool) error {
-	if file == "" {
-		return nil
-	}
-	var data []byte
-	var err error
-	if indent {
-		data, err = json.MarshalIndent(v, "", " ")
-	} else {
-		data, err = json.Marshal(v)
-	}
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(file, data, 0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", file, err)
-	}
-	return nil
-}
-
 // buildPeers builds o's strategies (the -peer ones are given) and returns
 // their binaries by name.
 func buildPeers(ctx context.Context, root string, o options) (map[string]string, error) {
@@ -344,20 +302,6 @@ func smokeCheck(results []result, want int) error {
 	return nil
 }
 
-// machine names the CPU, core count and Go version.
-func machine() string {
-	cpu := "unknown CPU"
-	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for line := range strings.SplitSeq(string(data), "\n") {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-				cpu = strings.TrimSpace(v)
-				break
-			}
-		}
-	}
-	return fmt.Sprintf("%d vCPU %q, %s/%s, %s", runtime.NumCPU(), cpu, runtime.GOOS, runtime.GOARCH, runtime.Version())
-}
-
 // scaleFlags defines the flags of scale runs on fs, into so; it returns
 // -scale's value, which parseFlags hands to scaleStrategies.
 func scaleFlags(fs *flag.FlagSet, so *scaleOptions) *string {
@@ -401,11 +345,4 @@ func parseSizes(s string) ([]int, error) {
 		sizes = append(sizes, n)
 	}
 	return sizes, nil
-}
-
-// flagSet reports whether flag name was given on the command line.
-func flagSet(fs *flag.FlagSet, name string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
 }

@@ -7,11 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"os/exec"
 	"slices"
-	"strings"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -214,42 +212,4 @@ func seconds(s firstSeen) map[string]float64 {
 		out[k] = d.Seconds()
 	}
 	return out
-}
-
-// cachesFlag parses a -…-caches flag into dst: ClusterCaches by name,
-// "stock" or "adapter", comma-separated, in run order.
-func cachesFlag(dst *[]string) func(string) error {
-	return func(v string) error {
-		caches := strings.Split(v, ",")
-		if err := checkCaches(caches, nil); err != nil {
-			return err
-		}
-		*dst = caches
-		return nil
-	}
-}
-
-// checkCaches fails unless every cache is "stock", "adapter" or a name
-// of peers.
-func checkCaches(caches []string, peers map[string]string) error {
-	known := []string{"stock", "adapter"}
-	known = append(known, slices.Sorted(maps.Keys(peers))...)
-	for _, c := range caches {
-		if !slices.Contains(known, c) {
-			return fmt.Errorf("unknown cache %q (%s)", c, strings.Join(known, ", "))
-		}
-	}
-	return nil
-}
-
-// capiPeer builds the Cluster API peer (bench/peers/capi) and returns its
-// binary and the directory of Cluster API's module (its CRDs).
-func capiPeer(ctx context.Context, root string) (bin, capiDir string, err error) {
-	if bin, err = buildPeer(ctx, root, "capi"); err != nil {
-		return "", "", err
-	}
-	if capiDir, err = moduleDir(ctx, capiModule); err != nil {
-		return "", "", err
-	}
-	return bin, capiDir, nil
 }

@@ -253,3 +253,7 @@ func mhcObject(cluster, run string) *unstructured.Unstructured {
 	m.SetGroupVersionKind(mhcGVK)
 	return m
 }
+
+// infraMachineGVK is the fleet's infrastructure machine kind (a CRD of
+// the run's own, infraMachineCRD).
+var infraMachineGVK = schema.GroupVersionKind{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Kind: "BenchMachine"}

@@ -62,8 +62,6 @@ func recoveryCell(r result) string {
 	return fmt.Sprintf("%.1f / %.1f", r.RecoveryMean, r.RecoveryMax)
 }
 
-func mib(b int64) float64 { return float64(b) / (1 << 20) }
-
 // num formats a figure; negative ones are times never reached.
 func num(v float64) string {
 	if v < 0 {

@@ -10,22 +10,7 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/clusterpool/clusterpool/internal/faultproxy"
 )
-
-// config is what every run shares.
-type config struct {
-	Clusters int           `json:"clusters"`
-	Objects  int           `json:"objects_per_cluster"`
-	Workers  int           `json:"workers"`
-	Work     time.Duration `json:"work_ns"`
-	Bucket   time.Duration `json:"bucket_ns"`
-	Seed     uint64        `json:"seed"`
-	// Timings makes the peers record their reconciles' phases and
-	// client-go's request timings (-timings).
-	Timings bool `json:"timings,omitempty"`
-}
 
 // result is one strategy's real figures on one scenario.
 type result struct {
@@ -94,28 +79,6 @@ func runPeer(ctx context.Context, f *fleet, bin, strategy string, sc scenario, l
 		res.RecoveryMean, res.RecoveryMax = recovery(f.Names, recoveredAt, res.Figures.ClusterDoneUnixMs, slices.Index(l.Roles, "recovering") >= 0)
 	}
 	return res, nil
-}
-
-// applyEvents switches proxies at the events' times (after now) until stop
-// is closed, and returns when each cluster was last switched to pass.
-func applyEvents(proxies []*faultproxy.Proxy, events []event, stop <-chan struct{}) map[int]time.Time {
-	start := time.Now()
-	passed := map[int]time.Time{}
-	for _, ev := range events {
-		t := time.NewTimer(time.Until(start.Add(ev.At)))
-		select {
-		case <-stop:
-			t.Stop()
-			return passed
-		case <-t.C:
-		}
-		proxies[ev.Cluster].SetMode(ev.Mode)
-		if ev.Mode == faultproxy.Pass {
-			passed[ev.Cluster] = time.Now()
-		}
-	}
-	<-stop
-	return passed
 }
 
 // recovery returns the mean and maximum over recovered clusters of the time

@@ -103,3 +103,25 @@ func (sc scenario) lay(m int, seed uint64) layout {
 	slices.SortStableFunc(l.Events, func(a, b event) int { return int(a.At - b.At) })
 	return l
 }
+
+// applyEvents switches proxies at the events' times (after now) until stop
+// is closed, and returns when each cluster was last switched to pass.
+func applyEvents(proxies []*faultproxy.Proxy, events []event, stop <-chan struct{}) map[int]time.Time {
+	start := time.Now()
+	passed := map[int]time.Time{}
+	for _, ev := range events {
+		t := time.NewTimer(time.Until(start.Add(ev.At)))
+		select {
+		case <-stop:
+			t.Stop()
+			return passed
+		case <-t.C:
+		}
+		proxies[ev.Cluster].SetMode(ev.Mode)
+		if ev.Mode == faultproxy.Pass {
+			passed[ev.Cluster] = time.Now()
+		}
+	}
+	<-stop
+	return passed
+}

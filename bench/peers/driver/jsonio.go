@@ -1,0 +1,65 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+)
+
+// readJSON decodes file into v.
+func readJSON(file string, v any) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	return nil
+}
+
+// writeJSON writes v as indented JSON to file, unless file is empty.
+func writeJSON(file string, v any) error {
+	return writeJSONAs(file, v, true)
+}
+
+// writeJSONAs writes v to file, unless file is empty: indented, or compact
+// (a chaos run's report: an hour's series and fault histories stay under
+// the 1 MiB that make lint allows a tracked file).
+func writeJSONAs(file string, v any, indent bool) error {
+	if file == "" {
+		return nil
+	}
+	var data []byte
+	var err error
+	if indent {
+		data, err = json.MarshalIndent(v, "", " ")
+	} else {
+		data, err = json.Marshal(v)
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", file, err)
+	}
+	return nil
+}
+
+// machine names the CPU, core count and Go version.
+func machine() string {
+	cpu := "unknown CPU"
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.SplitSeq(string(data), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				cpu = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%d vCPU %q, %s/%s, %s", runtime.NumCPU(), cpu, runtime.GOOS, runtime.GOARCH, runtime.Version())
+}
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }
