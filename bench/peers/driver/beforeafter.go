@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
 )
 
 // beforeAfterOptions are the flags of the -before-after report (make
@@ -122,7 +124,7 @@ var baSources = []func(dir string) (baSection, error){benchSection, soakSection,
 // runBeforeAfter is the -before-after report: every bar's figures from
 // the raw outputs in o.ba.Dir, as markdown to out and JSON to -json.
 func runBeforeAfter(_ context.Context, o options, _ string, out io.Writer) error {
-	rep := baReport{Date: time.Now().UTC().Format(time.RFC3339), Machine: machine(), Before: "unknown", After: "unknown",
+	rep := baReport{Date: time.Now().UTC().Format(time.RFC3339), Machine: fleet.Machine(), Before: "unknown", After: "unknown",
 		UnchangedWithin: unchangedWithin}
 	if err := readTrees(filepath.Join(o.ba.Dir, "trees.txt"), &rep); err != nil {
 		return err
@@ -137,7 +139,7 @@ func runBeforeAfter(_ context.Context, o options, _ string, out io.Writer) error
 	if err := writeBeforeAfter(out, rep, filepath.Base(o.ba.Dir)); err != nil {
 		return err
 	}
-	return writeJSON(o.jsonOut, rep)
+	return fleet.WriteJSON(o.jsonOut, rep)
 }
 
 // readTrees reads which trees were compared from file: a line

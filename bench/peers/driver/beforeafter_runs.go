@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
 )
 
 // peerFigures are the bench-peers figures compared, as writeReal prints
@@ -25,8 +27,8 @@ var peerFigures = []struct {
 	{"errors", "%.0f", false, func(r result) float64 { return float64(r.Figures.Errors) }},
 	{"dials", "%.0f", false, func(r result) float64 { return float64(r.Dials) }},
 	{"dials to faulty clusters", "%.0f", false, func(r result) float64 { return float64(r.FaultyDials) }},
-	{"RSS MiB", "%.0f", false, func(r result) float64 { return mib(r.Figures.RSSBytes) }},
-	{"peak RSS MiB", "%.0f", false, func(r result) float64 { return mib(r.Figures.PeakRSSBytes) }},
+	{"RSS MiB", "%.0f", false, func(r result) float64 { return fleet.MiB(r.Figures.RSSBytes) }},
+	{"peak RSS MiB", "%.0f", false, func(r result) float64 { return fleet.MiB(r.Figures.PeakRSSBytes) }},
 	{"goroutines", "%.0f", false, func(r result) float64 { return float64(r.Figures.Goroutines) }},
 }
 
@@ -43,7 +45,7 @@ func reachedOrNaN(v float64) float64 {
 func peersSection(dir string) (baSection, error) {
 	s := baSection{Bar: "make bench-peers", Raw: []string{"peers.md", "peers.json"}}
 	var rep report
-	if err := readJSON(filepath.Join(dir, "peers.json"), &rep); err != nil {
+	if err := fleet.ReadJSON(filepath.Join(dir, "peers.json"), &rep); err != nil {
 		return missing(s, err)
 	}
 	var order []string
@@ -79,7 +81,7 @@ func peersSection(dir string) (baSection, error) {
 func mhcSection(dir string) (baSection, error) {
 	s := baSection{Bar: "make bench-mhc", Raw: []string{"mhc.md", "mhc.json"}}
 	var rep mhcReport
-	if err := readJSON(filepath.Join(dir, "mhc.json"), &rep); err != nil {
+	if err := fleet.ReadJSON(filepath.Join(dir, "mhc.json"), &rep); err != nil {
 		return missing(s, err)
 	}
 	var order []string

@@ -11,6 +11,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
+	"github.com/clusterpool/clusterpool/bench/peers/protocol"
 )
 
 // A bench-peers run with another tree's clusterpool (-peer) runs it after
@@ -29,8 +32,8 @@ func TestPeerInBenchPeersRun(t *testing.T) {
 	if err != nil || bins["before"] != "/before/clusterpool" {
 		t.Fatalf("buildPeers: %v, %v", bins, err)
 	}
-	var ran []scenario
-	for _, sc := range scenarios(o.t) {
+	var ran []fleet.Scenario
+	for _, sc := range fleet.Scenarios(o.t) {
 		if o.run.MatchString(sc.Name) {
 			ran = append(ran, sc)
 		}
@@ -141,10 +144,10 @@ func TestBeforeAfterReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	peer := func(strategy string, p99 float64, all float64) result {
-		return result{Scenario: "dead", Strategy: strategy, Figures: figures{P99Ms: p99, AllReconciled: all, HealthyPerSec: 10}}
+		return result{Scenario: "dead", Strategy: strategy, Figures: protocol.Figures{P99Ms: p99, AllReconciled: all, HealthyPerSec: 10}}
 	}
 	mhc := func(cache string, errs int) mhcResult {
-		return mhcResult{Cache: cache, Machines: 1, Roles: map[string]string{"c1": "healthy"}, Figures: mhcFigures{ReconcileErrors: errs}}
+		return mhcResult{Cache: cache, Machines: 1, Roles: map[string]string{"c1": "healthy"}, Figures: protocol.MHCFigures{ReconcileErrors: errs}}
 	}
 	writeFiles(t, dir, map[string]string{
 		"bench-before.txt":  benchOutput("40", "20") + benchOutput("44", "20") + benchOutput("42", "20"),

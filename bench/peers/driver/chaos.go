@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
 	"github.com/clusterpool/clusterpool/breaker"
 )
 
@@ -69,7 +70,7 @@ func chaosFlags(fs *flag.FlagSet, co *chaosOptions) {
 		co.On, co.From = true, v
 		return nil
 	})
-	fs.Func("chaos-caches", "chaos run: ClusterCaches to run side by side (default adapter,stock; -chaos-short: adapter)", cachesFlag(&co.Caches))
+	fs.Func("chaos-caches", "chaos run: ClusterCaches to run side by side (default adapter,stock; -chaos-short: adapter)", fleet.CachesFlag(&co.Caches))
 }
 
 // chaosDefaults applies -chaos-short and the chaos run's fleet defaults
@@ -85,17 +86,17 @@ func (o *options) chaosDefaults(fs *flag.FlagSet) error {
 	if co.Short {
 		co.On, co.Duration, co.Machines = true, 3*time.Minute, 2
 		o.cfg.Clusters, o.apiservers = 30, 3
-		if !flagSet(fs, "chaos-caches") {
+		if !fleet.FlagGiven(fs, "chaos-caches") {
 			co.Caches = []string{"adapter"}
 		}
 	}
 	if !co.On {
 		return nil
 	}
-	if !co.Short && !flagSet(fs, "clusters") {
+	if !co.Short && !fleet.FlagGiven(fs, "clusters") {
 		o.cfg.Clusters = 100
 	}
-	if !co.Short && !flagSet(fs, "apiservers") {
+	if !co.Short && !fleet.FlagGiven(fs, "apiservers") {
 		o.apiservers = 4
 	}
 	if len(co.Caches) == 0 {
@@ -222,12 +223,12 @@ func runChaosMode(ctx context.Context, o options, root string, out io.Writer) er
 	co := o.chaos
 	if co.From != "" {
 		var rep chaosReport
-		if err := readJSON(co.From, &rep); err != nil {
+		if err := fleet.ReadJSON(co.From, &rep); err != nil {
 			return err
 		}
 		return writeChaos(out, rep)
 	}
-	bin, capiDir, err := capiPeer(ctx, root)
+	bin, capiDir, err := fleet.CAPIPeer(ctx, root)
 	if err == nil && co.Race {
 		bin, err = raceBuild(ctx, root, bin)
 		fmt.Fprintf(os.Stderr, "bench-chaos: the manager is %s (-race, GORACE=halt_on_error=1)\n", bin)
@@ -239,7 +240,7 @@ func runChaosMode(ctx context.Context, o options, root string, out io.Writer) er
 		return err
 	}
 	start := time.Now()
-	rep := chaosReport{Date: start.UTC().Format(time.RFC3339), Machine: machine(), Clusters: o.cfg.Clusters, APIServers: o.apiservers,
+	rep := chaosReport{Date: start.UTC().Format(time.RFC3339), Machine: fleet.Machine(), Clusters: o.cfg.Clusters, APIServers: o.apiservers,
 		Options: co, Schedule: chaosSchedule(co.Seed, o.cfg.Clusters, o.apiservers, co.Duration)}
 	for _, cache := range co.Caches {
 		b := boundFor(cache)
@@ -259,7 +260,7 @@ func runChaosMode(ctx context.Context, o options, root string, out io.Writer) er
 	if err := writeChaos(out, rep); err != nil {
 		return err
 	}
-	if err := writeJSONAs(o.jsonOut, rep, false); err != nil {
+	if err := fleet.WriteJSONAs(o.jsonOut, rep, false); err != nil {
 		return err
 	}
 	if co.Short {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/clusterpool/clusterpool/bench/peers/protocol"
 )
 
 // The drop-in is behind where its p50 or p99 exceeds the stock cache's +
@@ -111,11 +113,11 @@ func TestFaultRegistry(t *testing.T) {
 // The short run gates the drop-in only: the stock cache's violations,
 // when it ran beside it, do not fail it.
 func TestShortVerdictJudgesTheDropInOnly(t *testing.T) {
-	stockBad := chaosResult{Cache: "stock", Verdicts: chaosVerdicts{Crossed: []chaosCrossing{{Cluster: "c001"}}, Lingering: []string{"c030: 1 connection"}}}
+	stockBad := chaosResult{Cache: "stock", Verdicts: chaosVerdicts{Crossed: []protocol.Crossing{{Cluster: "c001"}}, Lingering: []string{"c030: 1 connection"}}}
 	if err := shortVerdict(chaosReport{Results: []chaosResult{{Cache: "adapter"}, stockBad}}); err != nil {
 		t.Fatalf("the stock cache's violations failed the short run: %v", err)
 	}
-	dropInBad := chaosResult{Cache: "adapter", Verdicts: chaosVerdicts{Hung: []chaosHung{{Op: "Get"}}}}
+	dropInBad := chaosResult{Cache: "adapter", Verdicts: chaosVerdicts{Hung: []protocol.HungCall{{Op: "Get"}}}}
 	if err := shortVerdict(chaosReport{Results: []chaosResult{dropInBad, {Cache: "stock"}}}); err == nil {
 		t.Fatal("the drop-in's violation did not fail the short run")
 	}

@@ -82,8 +82,8 @@ var chaosClasses = []faultClass{
 		Apply: signalAPIServer(syscall.SIGSTOP), Undo: signalAPIServer(syscall.SIGCONT)},
 	// SIGKILL it; start it again on the same port, certificates and etcd.
 	{Name: faultAPIServerRestart, Min: 5 * time.Second, Max: 20 * time.Second, Target: targetAPIServer,
-		Apply: func(_ context.Context, r *chaosRun, h faultHit) error { return r.workload[h.Target].kill() },
-		Undo:  func(ctx context.Context, r *chaosRun, h faultHit) error { return r.workload[h.Target].start(ctx) }},
+		Apply: func(_ context.Context, r *chaosRun, h faultHit) error { return r.workload[h.Target].Kill() },
+		Undo:  func(ctx context.Context, r *chaosRun, h faultHit) error { return r.workload[h.Target].Start(ctx) }},
 	// The Cluster's proxies stall every stream; they pass again.
 	proxyClass(faultBlackhole, faultproxy.Blackhole),
 	// The proxies reset every connection; they pass again.
@@ -135,10 +135,10 @@ var chaosClasses = []faultClass{
 	// Every plane's management apiserver killed; started again.
 	{Name: faultMgmtRestart, Min: 3 * time.Second, Max: 15 * time.Second, Target: targetFleet,
 		Apply: func(ctx context.Context, r *chaosRun, _ faultHit) error {
-			return onAll(ctx, r.cf.planes, func(_ context.Context, p *chaosPlane) error { return p.proc.kill() })
+			return onAll(ctx, r.cf.planes, func(_ context.Context, p *chaosPlane) error { return p.proc.Kill() })
 		},
 		Undo: func(ctx context.Context, r *chaosRun, _ faultHit) error {
-			return onAll(ctx, r.cf.planes, func(ctx context.Context, p *chaosPlane) error { return p.proc.start(ctx) })
+			return onAll(ctx, r.cf.planes, func(ctx context.Context, p *chaosPlane) error { return p.proc.Start(ctx) })
 		}},
 	// Every manager process SIGKILLed and started again (nothing to undo).
 	{Name: faultManagerKill, Target: targetFleet, Apart: true,
@@ -171,7 +171,7 @@ func proxyClass(name string, mode faultproxy.Mode) faultClass {
 
 // signalAPIServer sends sig to the fault's workload apiserver.
 func signalAPIServer(sig syscall.Signal) applyFunc {
-	return func(_ context.Context, r *chaosRun, h faultHit) error { return r.workload[h.Target].signal(sig) }
+	return func(_ context.Context, r *chaosRun, h faultHit) error { return r.workload[h.Target].Signal(sig) }
 }
 
 // setInfrastructure sets the Cluster's infrastructureProvisioned on every

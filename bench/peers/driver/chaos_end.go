@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/clusterpool/clusterpool/bench/peers/protocol"
 )
 
 // chaosVerdicts are a run's verdicts once every fault ended.
@@ -31,19 +33,19 @@ type chaosVerdicts struct {
 	Grown        []stackGrowth `json:"grown,omitempty"`
 	ProfileError string        `json:"profile_error,omitempty"`
 	// Crossed: Nodes read through the wrong cluster's client.
-	Crossed []chaosCrossing `json:"crossed"`
+	Crossed []protocol.Crossing `json:"crossed"`
 	// Hung: calls through the ClusterCache or its clients that outlived
 	// their timeout (+5 s); Panics: reconcile panics; Crashes: manager
 	// processes that exited by themselves.
-	Hung    []chaosHung `json:"hung"`
-	Panics  int         `json:"panics"`
-	Crashes []string    `json:"crashes"`
+	Hung    []protocol.HungCall `json:"hung"`
+	Panics  int                 `json:"panics"`
+	Crashes []string            `json:"crashes"`
 	// Restore: what failed bringing the fleet back to its first shape.
 	Restore string `json:"restore,omitempty"`
 }
 
 // setChecks adds what the peer reported.
-func (v *chaosVerdicts) setChecks(crossed []chaosCrossing, hung []chaosHung, panics int, crashes []string) {
+func (v *chaosVerdicts) setChecks(crossed []protocol.Crossing, hung []protocol.HungCall, panics int, crashes []string) {
 	v.Crossed, v.Hung, v.Panics, v.Crashes = crossed, hung, panics, crashes
 }
 
@@ -220,7 +222,7 @@ func labelledLeft(name string, n int, live bool, baseMost int) string {
 func (s *chaosSide) endStats(ctx context.Context) (procStats, []string) {
 	base := s.base
 	deadline := time.Now().Add(60 * time.Second)
-	var all []chaosSample
+	var all []protocol.ChaosSample
 	for {
 		got, err := s.fullSamples(ctx, 1)
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
 	"github.com/clusterpool/clusterpool/internal/envtestutil"
 	"github.com/clusterpool/clusterpool/internal/faultproxy"
 )
@@ -50,10 +51,10 @@ type chaosCluster struct {
 // proxies of deleted incarnations (retired, per plane) to check that
 // nothing stays connected.
 type chaosFleet struct {
-	*fleet   // its Workload and envs[1:] are the shared workload apiservers
-	planes   []*chaosPlane
-	auth     *authenticator
-	machines int
+	*fleet.Fleet // its Workload and envs[1:] are the shared workload apiservers
+	planes       []*chaosPlane
+	auth         *fleet.Authenticator
+	machines     int
 	// workload are clients of the workload apiservers (10 s timeout).
 	workload []client.Client
 
@@ -64,8 +65,8 @@ type chaosFleet struct {
 }
 
 // newChaosFleet wraps f (started without Clusters) and the planes.
-func newChaosFleet(f *fleet, planes []*chaosPlane, auth *authenticator, machines int) (*chaosFleet, error) {
-	cf := &chaosFleet{fleet: f, planes: planes, auth: auth, machines: machines,
+func newChaosFleet(f *fleet.Fleet, planes []*chaosPlane, auth *fleet.Authenticator, machines int) (*chaosFleet, error) {
+	cf := &chaosFleet{Fleet: f, planes: planes, auth: auth, machines: machines,
 		retired: make([]map[string][]*faultproxy.Proxy, len(planes)), userMu: make([]sync.Mutex, len(f.Workload))}
 	for i := range cf.retired {
 		cf.retired[i] = map[string][]*faultproxy.Proxy{}
@@ -181,13 +182,13 @@ func ignoreExists(err error) error {
 // marked with c's name and incarnation, Ready.
 func (cf *chaosFleet) upsertNode(ctx context.Context, c *chaosCluster, j int) error {
 	wc := cf.workload[c.Home]
-	labels := map[string]string{clusterNameLabel: c.Name, chaosClusterLabel: c.Name, chaosIncarnation: strconv.Itoa(c.Incarnation)}
+	labels := map[string]string{fleet.ClusterNameLabel: c.Name, chaosClusterLabel: c.Name, chaosIncarnation: strconv.Itoa(c.Incarnation)}
 	node := &corev1.Node{}
-	err := wc.Get(ctx, client.ObjectKey{Name: nodeName(c.Name, j)}, node)
+	err := wc.Get(ctx, client.ObjectKey{Name: fleet.NodeName(c.Name, j)}, node)
 	switch {
 	case apierrors.IsNotFound(err):
-		node = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName(c.Name, j), Labels: labels},
-			Spec: corev1.NodeSpec{ProviderID: providerID(c.Name, j)}}
+		node = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fleet.NodeName(c.Name, j), Labels: labels},
+			Spec: corev1.NodeSpec{ProviderID: fleet.ProviderID(c.Name, j)}}
 		if err := wc.Create(ctx, node); err != nil {
 			return fmt.Errorf("creating Node %s: %w", node.Name, err)
 		}
@@ -214,8 +215,8 @@ func (cf *chaosFleet) rotateToken(ctx context.Context, c *chaosCluster) error {
 	gen := c.TokenGen
 	cf.mu.Unlock()
 	return onAll(ctx, cf.planes, func(ctx context.Context, p *chaosPlane) error {
-		id := identity{Peer: p.cache, Cluster: c.Name, Gen: gen}
-		kc, err := envtestutil.Kubeconfig(cf.Workload[c.Home], c.Proxies[p.index].Addr(), cf.auth.issue(id))
+		id := fleet.Identity{Peer: p.cache, Cluster: c.Name, Gen: gen}
+		kc, err := envtestutil.Kubeconfig(cf.Workload[c.Home], c.Proxies[p.index].Addr(), cf.auth.Issue(id))
 		if err != nil {
 			return err
 		}
@@ -237,7 +238,7 @@ func (cf *chaosFleet) revokeTokens(c *chaosCluster) {
 	cf.mu.Lock()
 	gen := c.TokenGen
 	cf.mu.Unlock()
-	cf.auth.revoke(func(id identity) bool {
+	cf.auth.Revoke(func(id fleet.Identity) bool {
 		return id.Cluster == c.Name && id.Gen < gen && slices.ContainsFunc(cf.planes, func(p *chaosPlane) bool { return p.cache == id.Peer })
 	})
 }
@@ -246,7 +247,7 @@ func (cf *chaosFleet) revokeTokens(c *chaosCluster) {
 // signs it; the old one stays valid) and writes every plane's Secret with
 // it.
 func (cf *chaosFleet) rotateCert(ctx context.Context, c *chaosCluster) error {
-	env := cf.envs[1+c.Home]
+	env := cf.Envs[1+c.Home]
 	cf.userMu[c.Home].Lock()
 	u, err := env.AddUser(envtest.User{Name: "chaos:" + c.Name, Groups: []string{"system:masters"}}, cf.Workload[c.Home])
 	cf.userMu[c.Home].Unlock()

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/clusterpool/clusterpool/bench/peers/protocol"
 )
 
 // faultEvent is a fault as one run applied it: when (seconds since the
@@ -216,13 +218,13 @@ type procStats struct {
 	HeapBytes  uint64 `json:"heap_bytes"`
 }
 
-func statsOf(s chaosSample) procStats {
+func statsOf(s protocol.ChaosSample) procStats {
 	return procStats{Goroutines: s.Goroutines, FDs: s.FDs, TCP: s.TCP, HeapBytes: s.HeapBytes}
 }
 
 // medianStats is the per-figure median of samples (the baseline).
-func medianStats(samples []chaosSample) procStats {
-	pick := func(f func(chaosSample) float64) float64 {
+func medianStats(samples []protocol.ChaosSample) procStats {
+	pick := func(f func(protocol.ChaosSample) float64) float64 {
 		var v []float64
 		for _, s := range samples {
 			v = append(v, f(s))
@@ -234,16 +236,16 @@ func medianStats(samples []chaosSample) procStats {
 		return v[len(v)/2]
 	}
 	return procStats{
-		Goroutines: int(pick(func(s chaosSample) float64 { return float64(s.Goroutines) })),
-		FDs:        int(pick(func(s chaosSample) float64 { return float64(s.FDs) })),
-		TCP:        int(pick(func(s chaosSample) float64 { return float64(s.TCP) })),
-		HeapBytes:  uint64(pick(func(s chaosSample) float64 { return float64(s.HeapBytes) })),
+		Goroutines: int(pick(func(s protocol.ChaosSample) float64 { return float64(s.Goroutines) })),
+		FDs:        int(pick(func(s protocol.ChaosSample) float64 { return float64(s.FDs) })),
+		TCP:        int(pick(func(s protocol.ChaosSample) float64 { return float64(s.TCP) })),
+		HeapBytes:  uint64(pick(func(s protocol.ChaosSample) float64 { return float64(s.HeapBytes) })),
 	}
 }
 
 // minStats is the per-figure minimum of samples (the end: a leak keeps
 // every sample up).
-func minStats(samples []chaosSample) procStats {
+func minStats(samples []protocol.ChaosSample) procStats {
 	var m procStats
 	for i, s := range samples {
 		if i == 0 {

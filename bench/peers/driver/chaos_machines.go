@@ -11,6 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
+	"github.com/clusterpool/clusterpool/bench/peers/protocol"
 )
 
 // What the chaos run's Machine reconciler (Cluster API v1.14.2's, in the
@@ -28,31 +31,31 @@ var machineCRDFiles = []string{
 // installMachineCRDs installs machineCRDFiles and infraMachineCRD.
 func installMachineCRDs(ctx context.Context, mgmt client.Client, capiDir string) error {
 	for _, file := range machineCRDFiles {
-		crd, err := loadV1beta2CRD(filepath.Join(capiDir, file))
+		crd, err := fleet.LoadV1beta2CRD(filepath.Join(capiDir, file))
 		if err != nil {
 			return err
 		}
-		if err := installCRD(ctx, mgmt, crd); err != nil {
+		if err := fleet.InstallCRD(ctx, mgmt, crd); err != nil {
 			return err
 		}
 	}
-	return installCRD(ctx, mgmt, infraMachineCRD())
+	return fleet.InstallCRD(ctx, mgmt, infraMachineCRD())
 }
 
 // infraMachineCRD is BenchMachine's CRD: every field kept, labelled as
 // implementing Cluster API's v1beta2 contract in its version v1beta2 (what
 // v1.14.2 reads to pick the version, internal/contract/version.go).
 func infraMachineCRD() *unstructured.Unstructured {
-	g, k := infraMachineGVK.Group, infraMachineGVK.Kind
+	g, k := fleet.InfraMachineGVK.Group, fleet.InfraMachineGVK.Kind
 	plural := strings.ToLower(k) + "s"
 	crd := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
 		"metadata": map[string]any{"name": plural + "." + g,
-			"labels": map[string]any{"cluster.x-k8s.io/v1beta2": infraMachineGVK.Version}},
+			"labels": map[string]any{"cluster.x-k8s.io/v1beta2": fleet.InfraMachineGVK.Version}},
 		"spec": map[string]any{
 			"group": g, "scope": "Namespaced",
 			"names": map[string]any{"kind": k, "listKind": k + "List", "plural": plural, "singular": strings.ToLower(k)},
-			"versions": []any{map[string]any{"name": infraMachineGVK.Version, "served": true, "storage": true,
+			"versions": []any{map[string]any{"name": fleet.InfraMachineGVK.Version, "served": true, "storage": true,
 				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
 		},
 	}}
@@ -64,12 +67,12 @@ func infraMachineCRD() *unstructured.Unstructured {
 // providerID of the Node.
 func infraMachineObject(cluster string, j int) *unstructured.Unstructured {
 	m := &unstructured.Unstructured{Object: map[string]any{
-		"metadata": map[string]any{"namespace": namespace, "name": machineName(cluster, j),
-			"labels": map[string]any{clusterNameLabel: cluster}},
-		"spec":   map[string]any{"providerID": providerID(cluster, j)},
+		"metadata": map[string]any{"namespace": fleet.Namespace, "name": fleet.MachineName(cluster, j),
+			"labels": map[string]any{fleet.ClusterNameLabel: cluster}},
+		"spec":   map[string]any{"providerID": fleet.ProviderID(cluster, j)},
 		"status": map[string]any{"initialization": map[string]any{"provisioned": true}},
 	}}
-	m.SetGroupVersionKind(infraMachineGVK)
+	m.SetGroupVersionKind(fleet.InfraMachineGVK)
 	return m
 }
 
@@ -78,7 +81,7 @@ func infraMachineObject(cluster string, j int) *unstructured.Unstructured {
 // Machine reconciler sets it from the Node it finds by providerID.
 func (p *chaosPlane) createMachines(ctx context.Context, name string, n int) error {
 	for j := range n {
-		for _, obj := range []*unstructured.Unstructured{infraMachineObject(name, j), machineObject(name, j)} {
+		for _, obj := range []*unstructured.Unstructured{infraMachineObject(name, j), fleet.MachineObject(name, j)} {
 			if err := retry(ctx, func(ctx context.Context) error { return ignoreExists(p.mgmt.Create(ctx, obj.DeepCopy())) }); err != nil {
 				return fmt.Errorf("creating %s %s: %w", obj.GetKind(), obj.GetName(), err)
 			}
@@ -95,7 +98,7 @@ func (p *chaosPlane) createMachines(ctx context.Context, name string, n int) err
 func (p *chaosPlane) deleteMachines(ctx context.Context, machines []string) error {
 	unfinalize := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
 	for _, m := range machines {
-		machine, infra := namedObject(machineGVK, m), namedObject(infraMachineGVK, m)
+		machine, infra := namedObject(fleet.MachineGVK, m), namedObject(fleet.InfraMachineGVK, m)
 		err := retry(ctx, func(ctx context.Context) error {
 			if err := client.IgnoreNotFound(p.mgmt.Delete(ctx, machine)); err != nil {
 				return err
@@ -117,7 +120,7 @@ func (p *chaosPlane) deleteMachines(ctx context.Context, machines []string) erro
 func namedObject(gvk schema.GroupVersionKind, name string) *unstructured.Unstructured {
 	o := &unstructured.Unstructured{}
 	o.SetGroupVersionKind(gvk)
-	o.SetNamespace(namespace)
+	o.SetNamespace(fleet.Namespace)
 	o.SetName(name)
 	return o
 }
@@ -127,7 +130,7 @@ func (cf *chaosFleet) machinesOf(clusters []string) []string {
 	var out []string
 	for _, c := range clusters {
 		for j := range cf.machines {
-			out = append(out, machineName(c, j))
+			out = append(out, fleet.MachineName(c, j))
 		}
 	}
 	return out
@@ -148,27 +151,27 @@ func isMachine(key string) bool { return strings.Contains(key, "-machine-") }
 // nodeRefCrossings lists the Machines whose status.nodeRef names a Node
 // that is not their cluster's (nodeName: "<cluster>-node-<j>"): the
 // Machine reconciler set it from a Node another cluster's client read.
-func nodeRefCrossings(machines []unstructured.Unstructured, now time.Time) []chaosCrossing {
-	var out []chaosCrossing
+func nodeRefCrossings(machines []unstructured.Unstructured, now time.Time) []protocol.Crossing {
+	var out []protocol.Crossing
 	for i := range machines {
 		m := &machines[i]
-		cluster := m.GetLabels()[clusterNameLabel]
+		cluster := m.GetLabels()[fleet.ClusterNameLabel]
 		ref, _, _ := unstructured.NestedString(m.Object, "status", "nodeRef", "name")
 		if ref == "" || strings.HasPrefix(ref, cluster+"-node-") {
 			continue
 		}
 		owner, _, _ := strings.Cut(ref, "-node-")
-		out = append(out, chaosCrossing{Cluster: cluster, Node: ref, NodeCluster: owner, UnixMs: now.UnixMilli()})
+		out = append(out, protocol.Crossing{Cluster: cluster, Node: ref, NodeCluster: owner, UnixMs: now.UnixMilli()})
 	}
 	return out
 }
 
 // checkNodeRefs lists the plane's Machines and returns their nodeRef
 // crossings.
-func (p *chaosPlane) checkNodeRefs(ctx context.Context) ([]chaosCrossing, error) {
+func (p *chaosPlane) checkNodeRefs(ctx context.Context) ([]protocol.Crossing, error) {
 	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(machineGVK.GroupVersion().WithKind("MachineList"))
-	if err := retry(ctx, func(ctx context.Context) error { return p.mgmt.List(ctx, list, client.InNamespace(namespace)) }); err != nil {
+	list.SetGroupVersionKind(fleet.MachineGVK.GroupVersion().WithKind("MachineList"))
+	if err := retry(ctx, func(ctx context.Context) error { return p.mgmt.List(ctx, list, client.InNamespace(fleet.Namespace)) }); err != nil {
 		return nil, fmt.Errorf("listing the Machines to check their nodeRefs: %w", err)
 	}
 	return nodeRefCrossings(list.Items, time.Now()), nil

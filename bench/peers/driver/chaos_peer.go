@@ -10,13 +10,15 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/clusterpool/clusterpool/bench/peers/protocol"
 )
 
 // procSample is a sample and the peer process (its start's number) that
 // wrote it.
 type procSample struct {
 	Proc int
-	chaosSample
+	protocol.ChaosSample
 }
 
 // peerProc runs the capi peer in -chaos mode, and again after it is
@@ -80,12 +82,12 @@ func (pp *peerProc) read(n int, run *peerRun, stdout io.Reader) {
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
-		var s chaosSample
+		var s protocol.ChaosSample
 		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
 			fmt.Fprintf(os.Stderr, "bench-chaos: peer line not a sample: %v\n", err)
 			continue
 		}
-		pp.Samples <- procSample{Proc: n, chaosSample: s}
+		pp.Samples <- procSample{Proc: n, ChaosSample: s}
 	}
 	err := run.cmd.Wait()
 	if !run.ending.Load() {

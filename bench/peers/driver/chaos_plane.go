@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
 )
 
 // chaosPlane is one cache's management plane in the chaos run: a
@@ -31,7 +33,7 @@ type chaosPlane struct {
 	// kubeconfig file (the manager's); proc its process.
 	mgmt       client.Client
 	kubeconfig string
-	proc       *apiserverProc
+	proc       *fleet.APIServerProc
 }
 
 // planeName names the plane in errors: its cache's.
@@ -61,8 +63,8 @@ func onAll[P interface{ planeName() string }](ctx context.Context, planes []P, o
 // writeSecret writes Cluster name's kubeconfig Secret with value
 // (creating it if missing).
 func (p *chaosPlane) writeSecret(ctx context.Context, name string, value []byte) error {
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name + "-kubeconfig",
-		Labels: map[string]string{clusterNameLabel: name}}, Type: "cluster.x-k8s.io/secret", Data: map[string][]byte{"value": value}}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fleet.Namespace, Name: name + "-kubeconfig",
+		Labels: map[string]string{fleet.ClusterNameLabel: name}}, Type: "cluster.x-k8s.io/secret", Data: map[string][]byte{"value": value}}
 	err := p.mgmt.Create(ctx, s)
 	if apierrors.IsAlreadyExists(err) {
 		err = p.mgmt.Update(ctx, s)
@@ -75,24 +77,24 @@ func (p *chaosPlane) writeSecret(ctx context.Context, name string, value []byte)
 
 // deleteSecret deletes Cluster name's kubeconfig Secret.
 func (p *chaosPlane) deleteSecret(ctx context.Context, name string) error {
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name + "-kubeconfig"}}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fleet.Namespace, Name: name + "-kubeconfig"}}
 	return client.IgnoreNotFound(p.mgmt.Delete(ctx, s))
 }
 
 // createCluster creates c's Cluster object (annotated with incarnation
 // inc, its endpoint the plane's proxy at endpoint) and its status.
 func (p *chaosPlane) createCluster(ctx context.Context, name, endpoint string, inc int) error {
-	obj := clusterObject(name, endpoint)
+	obj := fleet.ClusterObject(name, endpoint)
 	obj.SetAnnotations(map[string]string{chaosIncarnation: strconv.Itoa(inc)})
 	if err := p.mgmt.Create(ctx, obj); ignoreExists(err) != nil {
 		return fmt.Errorf("creating Cluster %s: %w", name, err)
 	}
 	got := &unstructured.Unstructured{}
-	got.SetGroupVersionKind(clusterGVK)
-	if err := p.mgmt.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, got); err != nil {
+	got.SetGroupVersionKind(fleet.ClusterGVK)
+	if err := p.mgmt.Get(ctx, client.ObjectKey{Namespace: fleet.Namespace, Name: name}, got); err != nil {
 		return err
 	}
-	status := clusterStatus()
+	status := fleet.ClusterStatus()
 	status["conditions"] = append(status["conditions"].([]any), map[string]any{"type": "InfrastructureReady", "status": "True",
 		"lastTransitionTime": time.Now().UTC().Format(time.RFC3339), "reason": "Ready", "message": ""})
 	got.Object["status"] = status
@@ -102,17 +104,17 @@ func (p *chaosPlane) createCluster(ctx context.Context, name, endpoint string, i
 // createMHC creates Cluster name's MachineHealthCheck if missing.
 func (p *chaosPlane) createMHC(ctx context.Context, name string) error {
 	return retry(ctx, func(ctx context.Context) error {
-		return ignoreExists(p.mgmt.Create(ctx, mhcObject(name, chaosMHCSuffix[1:])))
+		return ignoreExists(p.mgmt.Create(ctx, fleet.MHCObject(name, chaosMHCSuffix[1:])))
 	})
 }
 
 // removeCluster deletes Cluster name and its Secret, and, if all, its
 // MachineHealthCheck, and its Machines and BenchMachines (machines).
 func (p *chaosPlane) removeCluster(ctx context.Context, name string, all bool, machines []string) error {
-	objs := []client.Object{clusterObject(name, "127.0.0.1:1"),
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name + "-kubeconfig"}}}
+	objs := []client.Object{fleet.ClusterObject(name, "127.0.0.1:1"),
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fleet.Namespace, Name: name + "-kubeconfig"}}}
 	if all {
-		objs = append(objs, mhcObject(name, chaosMHCSuffix[1:]))
+		objs = append(objs, fleet.MHCObject(name, chaosMHCSuffix[1:]))
 	}
 	for _, o := range objs {
 		if err := retry(ctx, func(ctx context.Context) error { return client.IgnoreNotFound(p.mgmt.Delete(ctx, o)) }); err != nil {
@@ -132,7 +134,7 @@ func (p *chaosPlane) setInfrastructure(ctx context.Context, name string, provisi
 	if err != nil {
 		return err
 	}
-	obj := clusterObject(name, "127.0.0.1:1")
+	obj := fleet.ClusterObject(name, "127.0.0.1:1")
 	return retry(ctx, func(ctx context.Context) error {
 		return p.mgmt.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch))
 	})
@@ -142,9 +144,9 @@ func (p *chaosPlane) setInfrastructure(ctx context.Context, name string, provisi
 // MachineHealthCheck, or a Machine; that makes its reconciler reconcile
 // it.
 func (p *chaosPlane) poke(ctx context.Context, key string) error {
-	obj := client.Object(mhcObject(key, chaosMHCSuffix[1:]))
+	obj := client.Object(fleet.MHCObject(key, chaosMHCSuffix[1:]))
 	if isMachine(key) {
-		obj = namedObject(machineGVK, key)
+		obj = namedObject(fleet.MachineGVK, key)
 	}
 	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, chaosPoke, strconv.FormatInt(time.Now().UnixNano(), 10))
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
 	"github.com/clusterpool/clusterpool/internal/faultproxy"
 )
 
@@ -86,15 +87,15 @@ func twoPlaneRun(t *testing.T) (*chaosRun, []client.Client) {
 			c.Proxies = append(c.Proxies, px)
 			kc := []byte(cache + "'s kubeconfig of " + c.Name)
 			c.Kubeconfigs = append(c.Kubeconfigs, kc)
-			secrets = append(secrets, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: c.Name + "-kubeconfig"},
+			secrets = append(secrets, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fleet.Namespace, Name: c.Name + "-kubeconfig"},
 				Data: map[string][]byte{"value": kc}})
 		}
 		cl := fake.NewClientBuilder().WithObjects(secrets...).Build()
 		clients = append(clients, cl)
 		planes = append(planes, &chaosPlane{cache: cache, index: i, mgmt: cl})
 	}
-	cf := &chaosFleet{fleet: &fleet{Workload: []*rest.Config{{Host: "https://127.0.0.1:1"}}}, planes: planes, clusters: clusters,
-		auth: &authenticator{valid: map[string]identity{}, revoked: map[string]identity{}}, machines: 1}
+	cf := &chaosFleet{Fleet: &fleet.Fleet{Workload: []*rest.Config{{Host: "https://127.0.0.1:1"}}}, planes: planes, clusters: clusters,
+		auth: &fleet.Authenticator{Valid: map[string]fleet.Identity{}, Revoked: map[string]fleet.Identity{}}, machines: 1}
 	return &chaosRun{cf: cf}, clients
 }
 
@@ -111,7 +112,7 @@ func closeProxies(r *chaosRun) {
 func secretOf(t *testing.T, c client.Client, name string) string {
 	t.Helper()
 	s := &corev1.Secret{}
-	if err := c.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name + "-kubeconfig"}, s); err != nil {
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: fleet.Namespace, Name: name + "-kubeconfig"}, s); err != nil {
 		return ""
 	}
 	return string(s.Data["value"])
@@ -194,11 +195,11 @@ func checkEvents(t *testing.T, r *chaosRun) {
 func TestTokenRotateOnEveryPlane(t *testing.T) {
 	r, clients := twoPlaneRun(t)
 	c0 := r.cf.clusters[0]
-	old := map[string]identity{}
+	old := map[string]fleet.Identity{}
 	for _, p := range r.cf.planes {
 		for _, name := range []string{"c000", "c001"} {
-			id := identity{Peer: p.cache, Cluster: name, Gen: 1}
-			old[r.cf.auth.issue(id)] = id
+			id := fleet.Identity{Peer: p.cache, Cluster: name, Gen: 1}
+			old[r.cf.auth.Issue(id)] = id
 		}
 	}
 	class, err := classOf(faultTokenRotate)
@@ -216,8 +217,8 @@ func TestTokenRotateOnEveryPlane(t *testing.T) {
 			t.Fatalf("plane %d: %v", i, err)
 		}
 		tok := kc.AuthInfos["u"].Token
-		id, ok := r.cf.auth.valid[tok]
-		if !ok || id != (identity{Peer: r.cf.planes[i].cache, Cluster: "c000", Gen: 2}) {
+		id, ok := r.cf.auth.Valid[tok]
+		if !ok || id != (fleet.Identity{Peer: r.cf.planes[i].cache, Cluster: "c000", Gen: 2}) {
 			t.Fatalf("plane %d: token of %+v (known %v), want %s's c000 generation 2", i, id, ok, r.cf.planes[i].cache)
 		}
 		tokens[tok] = true
@@ -229,7 +230,7 @@ func TestTokenRotateOnEveryPlane(t *testing.T) {
 		t.Fatal(err)
 	}
 	for tok, id := range old {
-		_, revoked := r.cf.auth.revoked[tok]
+		_, revoked := r.cf.auth.Revoked[tok]
 		if want := id.Cluster == "c000"; revoked != want {
 			t.Errorf("%+v revoked %v, want %v", id, revoked, want)
 		}

@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
 )
 
 // chaosSetup is what the run needs.
@@ -47,7 +48,7 @@ type chaosResult struct {
 type chaosRun struct {
 	chaosSetup
 	cf       *chaosFleet
-	workload []*apiserverProc
+	workload []*fleet.APIServerProc
 	sides    []*chaosSide
 	t0       time.Time
 
@@ -58,17 +59,17 @@ type chaosRun struct {
 // runChaos plays the schedule on every cache at once: one fresh workload
 // fleet, a management plane per cache.
 func runChaos(ctx context.Context, s chaosSetup) ([]chaosResult, error) {
-	a, err := startAuthenticator()
+	a, err := fleet.StartAuthenticator()
 	if err != nil {
 		return nil, err
 	}
-	defer a.close()
+	defer a.Close()
 	dir, err := os.MkdirTemp("", "bench-chaos-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	webhook, err := a.webhookKubeconfig(dir)
+	webhook, err := a.WebhookKubeconfig(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +77,7 @@ func runChaos(ctx context.Context, s chaosSetup) ([]chaosResult, error) {
 		env.ControlPlane.GetAPIServer().Configure().
 			Append("authentication-token-webhook-config-file", webhook).
 			Append("authentication-token-webhook-version", "v1").
-			Append("authentication-token-webhook-cache-ttl", webhookCacheTTL.String())
+			Append("authentication-token-webhook-cache-ttl", fleet.WebhookCacheTTL.String())
 	}
 	fmt.Fprintf(os.Stderr, "bench-chaos: starting %d workload apiservers and %d management apiservers (%s), %d Clusters × %d Machines\n",
 		s.o.apiservers, len(s.caches), strings.Join(s.caches, ", "), s.o.cfg.Clusters, s.o.chaos.Machines)
@@ -86,7 +87,7 @@ func runChaos(ctx context.Context, s chaosSetup) ([]chaosResult, error) {
 	}
 	defer func() {
 		for _, f := range fleets {
-			f.stop()
+			f.Stop()
 		}
 	}()
 	r := &chaosRun{chaosSetup: s}
@@ -108,16 +109,16 @@ func runChaos(ctx context.Context, s chaosSetup) ([]chaosResult, error) {
 // startPlaneFleets starts, at once, the workload fleet (k apiservers,
 // configured) with the first plane's management apiserver, and one more
 // management apiserver per further plane.
-func startPlaneFleets(ctx context.Context, root string, k, planes int, configure func(int, *envtest.Environment)) ([]*fleet, error) {
-	fleets := make([]*fleet, planes)
+func startPlaneFleets(ctx context.Context, root string, k, planes int, configure func(int, *envtest.Environment)) ([]*fleet.Fleet, error) {
+	fleets := make([]*fleet.Fleet, planes)
 	errs := make([]error, planes)
 	var wg sync.WaitGroup
 	for i := range fleets {
 		wg.Go(func() {
 			if i == 0 {
-				fleets[i], errs[i] = startFleet(ctx, root, 0, k, 0, configure)
+				fleets[i], errs[i] = fleet.Start(ctx, root, 0, k, 0, configure)
 			} else {
-				fleets[i], errs[i] = startFleet(ctx, root, 0, 0, 0)
+				fleets[i], errs[i] = fleet.Start(ctx, root, 0, 0, 0)
 			}
 		})
 	}
@@ -125,7 +126,7 @@ func startPlaneFleets(ctx context.Context, root string, k, planes int, configure
 	if err := errors.Join(errs...); err != nil {
 		for _, f := range fleets {
 			if f != nil {
-				f.stop()
+				f.Stop()
 			}
 		}
 		return nil, err
@@ -135,20 +136,20 @@ func startPlaneFleets(ctx context.Context, root string, k, planes int, configure
 
 // prepare installs the CRDs on every plane, finds the apiserver
 // processes and creates the Clusters (on every plane).
-func (r *chaosRun) prepare(ctx context.Context, fleets []*fleet, a *authenticator) error {
+func (r *chaosRun) prepare(ctx context.Context, fleets []*fleet.Fleet, a *fleet.Authenticator) error {
 	var planes []*chaosPlane
 	for i, f := range fleets {
-		if err := mhcObjects(ctx, f, r.capiDir, 0); err != nil { // the CRDs
+		if err := fleet.MHCObjects(ctx, f, r.capiDir, 0); err != nil { // the CRDs
 			return err
 		}
-		if err := installMachineCRDs(ctx, f.mgmt, r.capiDir); err != nil {
+		if err := installMachineCRDs(ctx, f.Mgmt, r.capiDir); err != nil {
 			return err
 		}
-		proc, err := findAPIServer(f.envs[0].Config)
+		proc, err := fleet.FindAPIServer(f.Envs[0].Config)
 		if err != nil {
 			return err
 		}
-		planes = append(planes, &chaosPlane{cache: r.caches[i], index: i, mgmt: f.mgmt, kubeconfig: f.Kubeconfig, proc: proc})
+		planes = append(planes, &chaosPlane{cache: r.caches[i], index: i, mgmt: f.Mgmt, kubeconfig: f.Kubeconfig, proc: proc})
 	}
 	cf, err := newChaosFleet(fleets[0], planes, a, r.o.chaos.Machines)
 	if err != nil {
@@ -156,14 +157,14 @@ func (r *chaosRun) prepare(ctx context.Context, fleets []*fleet, a *authenticato
 	}
 	r.cf = cf
 	for _, cfg := range cf.Workload {
-		p, err := findAPIServer(cfg)
+		p, err := fleet.FindAPIServer(cfg)
 		if err != nil {
 			return err
 		}
 		r.workload = append(r.workload, p)
 	}
 	errs := make(chan error, r.o.cfg.Clusters)
-	sem := make(chan struct{}, growWorkers)
+	sem := make(chan struct{}, fleet.GrowWorkers)
 	for i := range r.o.cfg.Clusters {
 		sem <- struct{}{}
 		go func() {
@@ -179,15 +180,6 @@ func (r *chaosRun) prepare(ctx context.Context, fleets []*fleet, a *authenticato
 	return nil
 }
 
-// hostOf is a URL's host:port.
-func hostOf(u string) string {
-	p, err := url.Parse(u)
-	if err != nil {
-		return u
-	}
-	return p.Host
-}
-
 // close ends the managers and the processes the run started again.
 func (r *chaosRun) close() {
 	for _, s := range r.sides {
@@ -195,12 +187,12 @@ func (r *chaosRun) close() {
 	}
 	if r.cf != nil {
 		for _, p := range r.cf.planes {
-			p.proc.close()
+			p.proc.Close()
 		}
 		r.cf.closeProxies()
 	}
 	for _, p := range r.workload {
-		p.close()
+		p.Close()
 	}
 }
 

@@ -7,6 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
+	"github.com/clusterpool/clusterpool/bench/peers/protocol"
 )
 
 // chaosSide is one cache's side of the chaos run: its management plane,
@@ -37,7 +40,7 @@ func (s *chaosSide) planeName() string { return s.cache }
 // newChaosSide prepares cache's side on plane: its manager's arguments
 // (o's), its stderr to log, its trace of cf's live Clusters.
 func newChaosSide(o options, bin string, plane *chaosPlane, cf *chaosFleet, log io.Writer) *chaosSide {
-	args := []string{"-chaos", "-kubeconfig", plane.kubeconfig, "-namespace", namespace, "-cache", plane.cache,
+	args := []string{"-chaos", "-kubeconfig", plane.kubeconfig, "-namespace", fleet.Namespace, "-cache", plane.cache,
 		"-sample", chaosSampleEvery.String(), "-hung-after", chaosHungAfter.String(), "-pprof", "127.0.0.1:0"}
 	if o.chaos.Gates != "" {
 		args = append(args, "-feature-gates", o.chaos.Gates)
@@ -90,7 +93,7 @@ func (s *chaosSide) pokeWaiting(ctx context.Context) {
 
 // fullSamples asks the manager for n full samples, 2 s apart, and
 // returns them.
-func (s *chaosSide) fullSamples(ctx context.Context, n int) ([]chaosSample, error) {
+func (s *chaosSide) fullSamples(ctx context.Context, n int) ([]protocol.ChaosSample, error) {
 	since := time.Now().Truncate(time.Millisecond) // samples carry milliseconds
 	for range n {
 		s.peer.askFull()

@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
+	"github.com/clusterpool/clusterpool/bench/peers/protocol"
 )
 
 // The schedule depends on its inputs only, keeps its spacing, never gives
@@ -150,11 +153,11 @@ func TestRank(t *testing.T) {
 // A figure leaks when the least of the end samples exceeds the baseline
 // by more than 10 %.
 func TestLeaks(t *testing.T) {
-	base := medianStats([]chaosSample{{Goroutines: 100, FDs: 50, TCP: 10, HeapBytes: 1000}, {Goroutines: 300, FDs: 50, TCP: 10, HeapBytes: 1000}, {Goroutines: 200, FDs: 50, TCP: 10, HeapBytes: 1000}})
+	base := medianStats([]protocol.ChaosSample{{Goroutines: 100, FDs: 50, TCP: 10, HeapBytes: 1000}, {Goroutines: 300, FDs: 50, TCP: 10, HeapBytes: 1000}, {Goroutines: 200, FDs: 50, TCP: 10, HeapBytes: 1000}})
 	if base.Goroutines != 200 {
 		t.Fatalf("median goroutines %d, want 200", base.Goroutines)
 	}
-	end := minStats([]chaosSample{{Goroutines: 400, FDs: 56, TCP: 11, HeapBytes: 1200}, {Goroutines: 210, FDs: 60, TCP: 12, HeapBytes: 1050}})
+	end := minStats([]protocol.ChaosSample{{Goroutines: 400, FDs: 56, TCP: 11, HeapBytes: 1200}, {Goroutines: 210, FDs: 60, TCP: 12, HeapBytes: 1050}})
 	got := leaks(base, end)
 	if len(got) != 1 || got[0][:3] != "fds" {
 		t.Fatalf("leaks %v, want fds only (56 > 55)", got)
@@ -172,8 +175,8 @@ func TestShortVerdict(t *testing.T) {
 		"stuck":     {Stuck: []string{"c001"}},
 		"lingering": {Lingering: []string{"c101: still connected"}},
 		"leaked":    {Leaked: []string{"tcp 30 > 11"}},
-		"crossed":   {Crossed: []chaosCrossing{{Cluster: "c001"}}},
-		"hung":      {Hung: []chaosHung{{Op: "Get"}}},
+		"crossed":   {Crossed: []protocol.Crossing{{Cluster: "c001"}}},
+		"hung":      {Hung: []protocol.HungCall{{Op: "Get"}}},
 		"panic":     {Panics: 1},
 		"crash":     {Crashes: []string{"exit 2"}},
 	} {
@@ -215,22 +218,22 @@ func TestTimeBackWaitsForEveryMachine(t *testing.T) {
 // the v1beta2 contract, provisioned, with the Node's providerID; the
 // Machine has no nodeRef (the reconciler sets it).
 func TestChaosMachineObjects(t *testing.T) {
-	m, infra, crd := machineObject("c007", 1), infraMachineObject("c007", 1), infraMachineCRD()
+	m, infra, crd := fleet.MachineObject("c007", 1), infraMachineObject("c007", 1), infraMachineCRD()
 	ref, _, _ := unstructured.NestedStringMap(m.Object, "spec", "infrastructureRef")
 	if ref["apiGroup"] != infra.GroupVersionKind().Group || ref["kind"] != infra.GetKind() || ref["name"] != infra.GetName() {
 		t.Fatalf("infrastructureRef %v does not name %s %s", ref, infra.GetKind(), infra.GetName())
 	}
 	// Cluster API's contract.CalculateCRDName: the lower-case kind's plural, then the group.
-	if crd.GetName() != "benchmachines."+infraMachineGVK.Group || crd.GetLabels()["cluster.x-k8s.io/v1beta2"] != infraMachineGVK.Version {
+	if crd.GetName() != "benchmachines."+fleet.InfraMachineGVK.Group || crd.GetLabels()["cluster.x-k8s.io/v1beta2"] != fleet.InfraMachineGVK.Version {
 		t.Fatalf("CRD %s, labels %v", crd.GetName(), crd.GetLabels())
 	}
 	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
-	if len(versions) != 1 || versions[0].(map[string]any)["name"] != infraMachineGVK.Version {
+	if len(versions) != 1 || versions[0].(map[string]any)["name"] != fleet.InfraMachineGVK.Version {
 		t.Fatalf("CRD versions %v", versions)
 	}
 	provisioned, _, _ := unstructured.NestedBool(infra.Object, "status", "initialization", "provisioned")
 	pid, _, _ := unstructured.NestedString(infra.Object, "spec", "providerID")
-	if !provisioned || pid != providerID("c007", 1) {
+	if !provisioned || pid != fleet.ProviderID("c007", 1) {
 		t.Fatalf("BenchMachine provisioned %v, providerID %q", provisioned, pid)
 	}
 	if _, found, _ := unstructured.NestedMap(m.Object, "status"); found {
@@ -245,19 +248,19 @@ func TestChaosMachineObjects(t *testing.T) {
 // naming its own, or none, is not.
 func TestNodeRefCrossings(t *testing.T) {
 	withRef := func(cluster string, j int, ref string) unstructured.Unstructured {
-		m := machineObject(cluster, j)
+		m := fleet.MachineObject(cluster, j)
 		if ref != "" {
 			unstructured.SetNestedField(m.Object, ref, "status", "nodeRef", "name")
 		}
 		return *m
 	}
 	got := nodeRefCrossings([]unstructured.Unstructured{
-		withRef("c001", 0, nodeName("c001", 0)), withRef("c001", 1, ""), withRef("c002", 0, nodeName("c012", 0)),
+		withRef("c001", 0, fleet.NodeName("c001", 0)), withRef("c001", 1, ""), withRef("c002", 0, fleet.NodeName("c012", 0)),
 	}, time.UnixMilli(7))
-	if len(got) != 1 || got[0] != (chaosCrossing{Cluster: "c002", Node: "c012-node-0", NodeCluster: "c012", UnixMs: 7}) {
+	if len(got) != 1 || got[0] != (protocol.Crossing{Cluster: "c002", Node: "c012-node-0", NodeCluster: "c012", UnixMs: 7}) {
 		t.Fatalf("crossings %+v, want c002's Machine naming c012-node-0", got)
 	}
-	if !isMachine(machineName("c001", 0)) || isMachine("c001") {
+	if !isMachine(fleet.MachineName("c001", 0)) || isMachine("c001") {
 		t.Fatal("isMachine")
 	}
 }
@@ -265,12 +268,12 @@ func TestNodeRefCrossings(t *testing.T) {
 // The CRDs the Machine reconciler's watches need are in Cluster API's
 // module, each with a v1beta2 version.
 func TestMachineCRDFilesLoad(t *testing.T) {
-	dir, err := moduleDir(t.Context(), capiModule)
+	dir, err := fleet.ModuleDir(t.Context(), fleet.CAPIModule)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range machineCRDFiles {
-		if _, err := loadV1beta2CRD(filepath.Join(dir, f)); err != nil {
+		if _, err := fleet.LoadV1beta2CRD(filepath.Join(dir, f)); err != nil {
 			t.Error(err)
 		}
 	}
@@ -311,7 +314,7 @@ func TestChaosReportIsCompact(t *testing.T) {
 	v := map[string][]int{"points": {1, 2, 3}}
 	for _, indent := range []bool{false, true} {
 		file := filepath.Join(dir, "r.json")
-		if err := writeJSONAs(file, v, indent); err != nil {
+		if err := fleet.WriteJSONAs(file, v, indent); err != nil {
 			t.Fatal(err)
 		}
 		data, err := os.ReadFile(file)

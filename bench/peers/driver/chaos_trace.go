@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/clusterpool/clusterpool/bench/peers/protocol"
 )
 
 // tracePoint is one sample in the plot: seconds since the fault window
@@ -26,11 +28,11 @@ type chaosTrace struct {
 	connected map[string]bool
 	last      time.Time // the last sample's time
 	successes map[string][]time.Time
-	crossed   []chaosCrossing
-	hung      []chaosHung
+	crossed   []protocol.Crossing
+	hung      []protocol.HungCall
 	panics    map[int]int // by process: its last count
 	pending   map[string]time.Time
-	fulls     []chaosSample
+	fulls     []protocol.ChaosSample
 	pprof     string // where the latest process serves net/http/pprof
 	live      func() []string
 }
@@ -77,7 +79,7 @@ func (tr *chaosTrace) add(s procSample) {
 	tr.hung = append(tr.hung, s.Hung...)
 	tr.panics[s.Proc] = s.Panics
 	if s.Full {
-		tr.fulls = append(tr.fulls, s.chaosSample)
+		tr.fulls = append(tr.fulls, s.ChaosSample)
 	}
 	if s.PProf != "" {
 		tr.pprof = s.PProf
@@ -141,10 +143,10 @@ func (tr *chaosTrace) notConnected(clusters []string) ([]string, time.Time) {
 }
 
 // fullsSince returns the full samples taken at or after t.
-func (tr *chaosTrace) fullsSince(t time.Time) []chaosSample {
+func (tr *chaosTrace) fullsSince(t time.Time) []protocol.ChaosSample {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	var out []chaosSample
+	var out []protocol.ChaosSample
 	for _, s := range tr.fulls {
 		if !time.UnixMilli(s.UnixMs).Before(t) {
 			out = append(out, s)
@@ -154,7 +156,7 @@ func (tr *chaosTrace) fullsSince(t time.Time) []chaosSample {
 }
 
 // snapshot returns copies of what the judge reads.
-func (tr *chaosTrace) snapshot() (points []tracePoint, successes map[string][]time.Time, crossed []chaosCrossing, hung []chaosHung, panics int) {
+func (tr *chaosTrace) snapshot() (points []tracePoint, successes map[string][]time.Time, crossed []protocol.Crossing, hung []protocol.HungCall, panics int) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	successes = map[string][]time.Time{}

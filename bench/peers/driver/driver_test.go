@@ -7,29 +7,31 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
+	"github.com/clusterpool/clusterpool/bench/peers/protocol"
 	"github.com/clusterpool/clusterpool/internal/faultproxy"
 )
 
-func testTiming() timing {
-	return timing{Fraction: 0.2, Herd: time.Minute, Dead: time.Minute, RecoverAt: 20 * time.Second,
+func testTiming() fleet.Timing {
+	return fleet.Timing{Fraction: 0.2, Herd: time.Minute, Dead: time.Minute, RecoverAt: 20 * time.Second,
 		RecoverSpread: time.Minute, RecoverAfter: time.Minute, Flap: 90 * time.Second, FlapPeriod: 30 * time.Second}
 }
 
-func scenarioNamed(t *testing.T, name string) scenario {
+func scenarioNamed(t *testing.T, name string) fleet.Scenario {
 	t.Helper()
-	for _, sc := range scenarios(testTiming()) {
+	for _, sc := range fleet.Scenarios(testTiming()) {
 		if sc.Name == name {
 			return sc
 		}
 	}
 	t.Fatalf("no scenario %q", name)
-	return scenario{}
+	return fleet.Scenario{}
 }
 
 func TestLayoutIsSeededAndSized(t *testing.T) {
 	for _, name := range []string{"herd", "dead", "recovery", "flapping"} {
 		sc := scenarioNamed(t, name)
-		a, b := sc.lay(40, 7), sc.lay(40, 7)
+		a, b := sc.Lay(40, 7), sc.Lay(40, 7)
 		if !reflect.DeepEqual(a, b) {
 			t.Fatalf("%s: same seed, different layouts", name)
 		}
@@ -45,7 +47,7 @@ func TestLayoutIsSeededAndSized(t *testing.T) {
 		if want := int(sc.Fraction*40 + 0.5); faulty != want {
 			t.Fatalf("%s: %d faulty clusters, want %d", name, faulty, want)
 		}
-		if !slices.IsSortedFunc(a.Events, func(x, y event) int { return int(x.At - y.At) }) {
+		if !slices.IsSortedFunc(a.Events, func(x, y fleet.Event) int { return int(x.At - y.At) }) {
 			t.Fatalf("%s: events not sorted", name)
 		}
 	}
@@ -53,7 +55,7 @@ func TestLayoutIsSeededAndSized(t *testing.T) {
 
 func TestRecoveringClustersPassOnceInTheirWindow(t *testing.T) {
 	sc := scenarioNamed(t, "recovery")
-	l := sc.lay(50, 3)
+	l := sc.Lay(50, 3)
 	seen := map[int]bool{}
 	for _, ev := range l.Events {
 		if ev.Mode != faultproxy.Pass || ev.At < sc.RecoverAt || ev.At >= sc.RecoverAt+sc.RecoverSpread || seen[ev.Cluster] {
@@ -71,8 +73,8 @@ func TestRecoveringClustersPassOnceInTheirWindow(t *testing.T) {
 
 func TestFlappingAlternatesEveryPeriod(t *testing.T) {
 	sc := scenarioNamed(t, "flapping")
-	l := sc.lay(20, 5)
-	last := map[int]event{}
+	l := sc.Lay(20, 5)
+	last := map[int]fleet.Event{}
 	for _, ev := range l.Events {
 		if ev.At >= sc.Duration {
 			t.Fatalf("event after the run: %+v", ev)
@@ -116,11 +118,11 @@ func TestComparisonOff(t *testing.T) {
 }
 
 func TestCRDServesBothVersions(t *testing.T) {
-	root, err := repoRoot()
+	root, err := fleet.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	crd, err := loadClusterCRD(root + "/" + clusterCRDFile)
+	crd, err := fleet.LoadClusterCRD(root + "/" + fleet.ClusterCRDFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +140,7 @@ func TestCRDServesBothVersions(t *testing.T) {
 func TestReportTables(t *testing.T) {
 	var b strings.Builder
 	res := result{Scenario: "recovery", Strategy: "cct", Dials: 12, FaultyDials: 5, RecoveryMean: -1,
-		Figures: figures{Version: "v1.8.4", AllReconciled: -1, Seconds: 90, HealthyPerSec: 3.25}}
+		Figures: protocol.Figures{Version: "v1.8.4", AllReconciled: -1, Seconds: 90, HealthyPerSec: 3.25}}
 	if err := writeReal(&b, []result{res}); err != nil {
 		t.Fatal(err)
 	}

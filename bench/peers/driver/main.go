@@ -17,12 +17,14 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
 )
 
 // options are the command line.
 type options struct {
-	cfg        config
-	t          timing
+	cfg        fleet.Config
+	t          fleet.Timing
 	apiservers int
 	strategies []string
 	run        *regexp.Regexp
@@ -42,7 +44,7 @@ type options struct {
 type report struct {
 	Date       string       `json:"date"`
 	Machine    string       `json:"machine"`
-	Config     config       `json:"config"`
+	Config     fleet.Config `json:"config"`
 	APIServers int          `json:"workload_apiservers"`
 	Results    []result     `json:"results"`
 	Model      []comparison `json:"model"`
@@ -135,7 +137,7 @@ func parseFlags(args []string) (options, error) {
 }
 
 func run(ctx context.Context, o options, out io.Writer) error {
-	root, err := repoRoot()
+	root, err := fleet.RepoRoot()
 	if err != nil {
 		return err
 	}
@@ -154,12 +156,12 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	}
 	start := time.Now()
 	fmt.Fprintf(os.Stderr, "bench-peers: starting %d apiservers, %d Clusters × %d objects\n", 1+o.apiservers, o.cfg.Clusters, o.cfg.Objects)
-	f, err := startFleet(ctx, root, o.cfg.Clusters, o.apiservers, o.cfg.Objects)
+	f, err := fleet.Start(ctx, root, o.cfg.Clusters, o.apiservers, o.cfg.Objects)
 	if err != nil {
 		return err
 	}
-	defer f.stop()
-	rep := report{Date: start.UTC().Format(time.RFC3339), Machine: machine(), Config: o.cfg, APIServers: o.apiservers, ModelScale: o.scale}
+	defer f.Stop()
+	rep := report{Date: start.UTC().Format(time.RFC3339), Machine: fleet.Machine(), Config: o.cfg, APIServers: o.apiservers, ModelScale: o.scale}
 	ran, err := runScenarios(ctx, f, bins, o, &rep)
 	if err != nil {
 		return err
@@ -175,7 +177,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if err := modelCheck(ctx, o, ran, &rep, out); err != nil {
 		return err
 	}
-	if err := writeJSON(o.jsonOut, rep); err != nil {
+	if err := fleet.WriteJSON(o.jsonOut, rep); err != nil {
 		return err
 	}
 	if o.smoke {
@@ -205,14 +207,14 @@ func (o options) managerMode() func(context.Context, options, string, io.Writer)
 
 // runScenarios runs every strategy of o on every scenario -run selects,
 // adding the results to rep, and returns the scenarios it ran.
-func runScenarios(ctx context.Context, f *fleet, bins map[string]string, o options, rep *report) ([]scenario, error) {
-	var ran []scenario
-	for _, sc := range scenarios(o.t) {
+func runScenarios(ctx context.Context, f *fleet.Fleet, bins map[string]string, o options, rep *report) ([]fleet.Scenario, error) {
+	var ran []fleet.Scenario
+	for _, sc := range fleet.Scenarios(o.t) {
 		if !o.run.MatchString(sc.Name) {
 			continue
 		}
 		ran = append(ran, sc)
-		l := sc.lay(o.cfg.Clusters, o.cfg.Seed)
+		l := sc.Lay(o.cfg.Clusters, o.cfg.Seed)
 		for _, s := range o.strategies {
 			fmt.Fprintf(os.Stderr, "bench-peers: %s on %s (≤ %s)\n", s, sc.Name, sc.Duration)
 			res, err := runPeer(ctx, f, bins[s], s, sc, l, o.cfg)
@@ -234,7 +236,7 @@ func buildPeers(ctx context.Context, root string, o options) (map[string]string,
 			bins[s] = bin
 			continue
 		}
-		bin, err := buildPeer(ctx, root, s)
+		bin, err := fleet.BuildPeer(ctx, root, s)
 		if err != nil {
 			return nil, err
 		}
@@ -245,7 +247,7 @@ func buildPeers(ctx context.Context, root string, o options) (map[string]string,
 
 // modelCheck runs bench/sim on every scenario of rep's results and prints
 // model against real.
-func modelCheck(ctx context.Context, o options, ran []scenario, rep *report, out io.Writer) error {
+func modelCheck(ctx context.Context, o options, ran []fleet.Scenario, rep *report, out io.Writer) error {
 	rep.Model, rep.ModelScale = nil, o.scale
 	for _, sc := range ran {
 		for _, r := range rep.Results {
@@ -267,11 +269,11 @@ func modelCheck(ctx context.Context, o options, ran []scenario, rep *report, out
 // scenarios' timings come from the flags, as when it was written).
 func remodel(ctx context.Context, o options, out io.Writer) error {
 	var rep report
-	if err := readJSON(o.modelFrom, &rep); err != nil {
+	if err := fleet.ReadJSON(o.modelFrom, &rep); err != nil {
 		return err
 	}
-	var ran []scenario
-	for _, sc := range scenarios(o.t) {
+	var ran []fleet.Scenario
+	for _, sc := range fleet.Scenarios(o.t) {
 		if o.run.MatchString(sc.Name) {
 			ran = append(ran, sc)
 		}
@@ -284,7 +286,7 @@ func remodel(ctx context.Context, o options, out io.Writer) error {
 	if err := modelCheck(ctx, o, ran, &rep, out); err != nil {
 		return err
 	}
-	return writeJSON(o.jsonOut, rep)
+	return fleet.WriteJSON(o.jsonOut, rep)
 }
 
 // smokeCheck fails unless every peer ran and reconciled healthy objects,
@@ -311,7 +313,7 @@ func scaleFlags(fs *flag.FlagSet, so *scaleOptions) *string {
 	fs.DurationVar(&so.Connect, "connect", 5*time.Minute, "scale run: bound of the time until every cluster is connected")
 	fs.IntVar(&so.CCTMax, "cct-max", 100, "scale run: run CCT v1.8.4 only on fleets up to this size")
 	phaseFlags(fs, so) // scale_flags.go
-	fs.Func("peer", "NAME=BINARY: one more peer speaking the workload protocol, not built (the Cluster API drop-in's hook, another tree's clusterpool); repeatable; no model check", binFlag(&so.Extra))
+	fs.Func("peer", "NAME=BINARY: one more peer speaking the workload protocol, not built (the Cluster API drop-in's hook, another tree's clusterpool); repeatable; no model check", fleet.BinFlag(&so.Extra))
 	return sizes
 }
 
@@ -322,7 +324,7 @@ func (o *options) scaleStrategies(fs *flag.FlagSet, sizes string) error {
 	if o.scaleRun.Sizes, err = parseSizes(sizes); err != nil {
 		return err
 	}
-	if len(o.scaleRun.Sizes) > 0 && !flagSet(fs, "strategies") {
+	if len(o.scaleRun.Sizes) > 0 && !fleet.FlagGiven(fs, "strategies") {
 		o.strategies = []string{"floor", "clusterpool", "clustercache", "cct"}
 	}
 	for name := range o.scaleRun.Extra {

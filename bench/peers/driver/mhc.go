@@ -14,6 +14,8 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
+	"github.com/clusterpool/clusterpool/bench/peers/protocol"
 	"github.com/clusterpool/clusterpool/internal/faultproxy"
 )
 
@@ -52,9 +54,9 @@ func mhcFlags(fs *flag.FlagSet, o *mhcOptions) {
 // mhcLayout lays the run out on m clusters: a seeded dead fraction held
 // from the start, a flapping fraction switching every period (up first,
 // for a random part of it), the rest healthy.
-func mhcLayout(m int, seed uint64, dead, flapping float64, period, d time.Duration) layout {
-	sc := scenario{Role: "flapping", Fraction: dead + flapping, FlapPeriod: period, Duration: d}
-	l := sc.lay(m, seed)
+func mhcLayout(m int, seed uint64, dead, flapping float64, period, d time.Duration) fleet.Layout {
+	sc := fleet.Scenario{Role: "flapping", Fraction: dead + flapping, FlapPeriod: period, Duration: d}
+	l := sc.Lay(m, seed)
 	toDead := int(dead*float64(m) + 0.5)
 	for c := range l.Roles {
 		if toDead == 0 {
@@ -62,7 +64,7 @@ func mhcLayout(m int, seed uint64, dead, flapping float64, period, d time.Durati
 		}
 		if l.Roles[c] == "flapping" {
 			l.Roles[c], l.Initial[c] = "dead", faultproxy.Hold
-			l.Events = slices.DeleteFunc(l.Events, func(e event) bool { return e.Cluster == c })
+			l.Events = slices.DeleteFunc(l.Events, func(e fleet.Event) bool { return e.Cluster == c })
 			toDead--
 		}
 	}
@@ -71,8 +73,8 @@ func mhcLayout(m int, seed uint64, dead, flapping float64, period, d time.Durati
 
 // mhcResult is one run of the peer with one cache.
 type mhcResult struct {
-	Cache   string     `json:"cache"`
-	Figures mhcFigures `json:"figures"`
+	Cache   string              `json:"cache"`
+	Figures protocol.MHCFigures `json:"figures"`
 	// Roles are the clusters' roles; Machines per cluster.
 	Roles    map[string]string `json:"roles"`
 	Machines int               `json:"machines_per_cluster"`
@@ -110,31 +112,31 @@ func runMHC(ctx context.Context, o options, root string, out io.Writer) error {
 	mo := o.mhc
 	if mo.From != "" {
 		var rep mhcReport
-		if err := readJSON(mo.From, &rep); err != nil {
+		if err := fleet.ReadJSON(mo.From, &rep); err != nil {
 			return err
 		}
 		return writeMHC(out, rep)
 	}
-	bin, capiDir, err := capiPeer(ctx, root)
+	bin, capiDir, err := fleet.CAPIPeer(ctx, root)
 	if err != nil {
 		return err
 	}
 	start := time.Now()
 	fmt.Fprintf(os.Stderr, "bench-mhc: starting %d apiservers, %d Clusters × %d Machines\n", 1+o.apiservers, o.cfg.Clusters, mo.Machines)
-	f, err := startFleet(ctx, root, o.cfg.Clusters, o.apiservers, 0)
+	f, err := fleet.Start(ctx, root, o.cfg.Clusters, o.apiservers, 0)
 	if err != nil {
 		return err
 	}
-	defer f.stop()
-	if err := mhcObjects(ctx, f, capiDir, mo.Machines); err != nil {
+	defer f.Stop()
+	if err := fleet.MHCObjects(ctx, f, capiDir, mo.Machines); err != nil {
 		return err
 	}
-	watcher, err := client.NewWithWatch(f.envs[0].Config, client.Options{})
+	watcher, err := client.NewWithWatch(f.Envs[0].Config, client.Options{})
 	if err != nil {
 		return err
 	}
 	l := mhcLayout(o.cfg.Clusters, o.cfg.Seed, o.t.Fraction, mo.Flapping, mo.Period, mo.Duration)
-	rep := mhcReport{Date: start.UTC().Format(time.RFC3339), Machine: machine(), Clusters: o.cfg.Clusters, APIServers: o.apiservers,
+	rep := mhcReport{Date: start.UTC().Format(time.RFC3339), Machine: fleet.Machine(), Clusters: o.cfg.Clusters, APIServers: o.apiservers,
 		Seed: o.cfg.Seed, Dead: o.t.Fraction, Flapping: mo.Flapping, Period: mo.Period, Duration: mo.Duration, Gates: mo.Gates, Peers: mo.Peers}
 	for i, cache := range mo.Caches {
 		fmt.Fprintf(os.Stderr, "bench-mhc: MachineHealthCheck on the %s ClusterCache (%s)\n", cache, mo.Duration)
@@ -148,15 +150,15 @@ func runMHC(ctx context.Context, o options, root string, out io.Writer) error {
 	if err := writeMHC(out, rep); err != nil {
 		return err
 	}
-	return writeJSON(o.jsonOut, rep)
+	return fleet.WriteJSON(o.jsonOut, rep)
 }
 
 // runMHCPeer resets the checks, runs the peer with cache (a -mhc-peer
 // name: that binary with the adapter) on f laid out as l while watching
 // the Machines and MachineHealthChecks, and returns its figures, times and
 // dials.
-func runMHCPeer(ctx context.Context, f *fleet, c client.WithWatch, bin, cache, run string, l layout, mo mhcOptions) (mhcResult, error) {
-	if err := resetChecks(ctx, f, run); err != nil {
+func runMHCPeer(ctx context.Context, f *fleet.Fleet, c client.WithWatch, bin, cache, run string, l fleet.Layout, mo mhcOptions) (mhcResult, error) {
+	if err := fleet.ResetChecks(ctx, f, run); err != nil {
 		return mhcResult{}, err
 	}
 	res := mhcResult{Cache: cache, Roles: map[string]string{}, Machines: mo.Machines, Dials: map[string]uint64{}}
@@ -169,7 +171,7 @@ func runMHCPeer(ctx context.Context, f *fleet, c client.WithWatch, bin, cache, r
 	pctx, cancel := context.WithTimeout(ctx, mo.Duration+2*time.Minute)
 	defer cancel()
 	bin, arg := mo.peer(bin, cache)
-	args := []string{"-kubeconfig", f.Kubeconfig, "-namespace", namespace, "-cache", arg, "-duration", mo.Duration.String()}
+	args := []string{"-kubeconfig", f.Kubeconfig, "-namespace", fleet.Namespace, "-cache", arg, "-duration", mo.Duration.String()}
 	if mo.Gates != "" {
 		args = append(args, "-feature-gates", mo.Gates)
 	}
@@ -184,7 +186,7 @@ func runMHCPeer(ctx context.Context, f *fleet, c client.WithWatch, bin, cache, r
 	}
 	stop := make(chan struct{})
 	switched := make(chan struct{})
-	go func() { applyEvents(f.Proxies, l.Events, stop); close(switched) }()
+	go func() { fleet.ApplyEvents(f.Proxies, l.Events, stop); close(switched) }()
 	err := cmd.Wait()
 	close(stop)
 	<-switched

@@ -6,6 +6,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
 )
 
 // peerFlags defines -mhc-caches and -mhc-peer on fs, into o: the caches
@@ -16,7 +18,7 @@ func (o *mhcOptions) peerFlags(fs *flag.FlagSet) {
 		o.Caches = strings.Split(v, ",")
 		return nil
 	})
-	fs.Func("mhc-peer", "mhc run: NAME=BINARY: a bench/peers/capi binary built from another tree (hack/before-after.sh), run with the adapter cache as the run NAME; repeatable", binFlag(&o.Peers))
+	fs.Func("mhc-peer", "mhc run: NAME=BINARY: a bench/peers/capi binary built from another tree (hack/before-after.sh), run with the adapter cache as the run NAME; repeatable", fleet.BinFlag(&o.Peers))
 }
 
 // defaults checks the -mhc run's caches and -mhc-peer names and, without
@@ -34,7 +36,7 @@ func (o *mhcOptions) defaults() error {
 			o.Caches = append(o.Caches, o.Caches[i])
 		}
 	}
-	if err := checkCaches(o.Caches, o.Peers); err != nil {
+	if err := fleet.CheckCaches(o.Caches, o.Peers); err != nil {
 		return fmt.Errorf("-mhc-caches: %w", err)
 	}
 	return nil

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
+	"github.com/clusterpool/clusterpool/bench/peers/protocol"
 	"github.com/clusterpool/clusterpool/internal/faultproxy"
 )
 
@@ -25,7 +27,7 @@ func TestMHCLayout(t *testing.T) {
 	count := map[string]int{}
 	for c, role := range l.Roles {
 		count[role]++
-		events := slices.ContainsFunc(l.Events, func(e event) bool { return e.Cluster == c })
+		events := slices.ContainsFunc(l.Events, func(e fleet.Event) bool { return e.Cluster == c })
 		switch role {
 		case "dead":
 			if l.Initial[c] != faultproxy.Hold || events {
@@ -44,7 +46,7 @@ func TestMHCLayout(t *testing.T) {
 	if want := map[string]int{"dead": 8, "flapping": 4, "healthy": 28}; !reflect.DeepEqual(count, want) {
 		t.Fatalf("roles %v, want %v", count, want)
 	}
-	if !slices.IsSortedFunc(l.Events, func(x, y event) int { return int(x.At - y.At) }) {
+	if !slices.IsSortedFunc(l.Events, func(x, y fleet.Event) int { return int(x.At - y.At) }) {
 		t.Fatal("events not sorted")
 	}
 }
@@ -85,7 +87,7 @@ func TestMHCHealthy(t *testing.T) {
 	for _, tc := range []struct {
 		u    *unstructured.Unstructured
 		want bool
-	}{{mhc(5, 5), true}, {mhc(5, 4), false}, {mhc(4, 4), false}, {mhcObject("c001", "run0"), false}} {
+	}{{mhc(5, 5), true}, {mhc(5, 4), false}, {mhc(4, 4), false}, {fleet.MHCObject("c001", "run0"), false}} {
 		cluster, ok := healthy(tc.u)
 		if cluster != "c001" || ok != tc.want {
 			t.Errorf("%v: (%q, %v), want %v", tc.u.Object["status"], cluster, ok, tc.want)
@@ -100,7 +102,7 @@ func mhcTestReport() mhcReport {
 	run := func(cache string, checked map[string]float64, deadDials uint64) mhcResult {
 		return mhcResult{Cache: cache, Roles: roles, Machines: 2, Checked: checked,
 			Healthy: map[string]float64{"c000": 3}, Dials: map[string]uint64{"dead": deadDials, "healthy": 1},
-			Figures: mhcFigures{ReconcileErrors: 4, ErrorKinds: map[string]int{"ErrClusterNotConnected": 4},
+			Figures: protocol.MHCFigures{ReconcileErrors: 4, ErrorKinds: map[string]int{"ErrClusterNotConnected": 4},
 				ErrorsByMHC: map[string]int{"c001-run0": 3, "c002-run0": 1},
 				Reconciles:  map[string]int{"success": 7}, RSSBytes: 64 << 20, Goroutines: 100}}
 	}
@@ -183,7 +185,7 @@ spec:
 	if err := os.WriteFile(path, []byte(crd), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	got, err := loadV1beta2CRD(path)
+	got, err := fleet.LoadV1beta2CRD(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,39 +202,39 @@ spec:
 // run's reset clears them.
 func TestMHCObjectsOnRealAPIServers(t *testing.T) {
 	ctx := t.Context()
-	root, err := repoRoot()
+	root, err := fleet.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	capiDir, err := moduleDir(ctx, capiModule)
+	capiDir, err := fleet.ModuleDir(ctx, fleet.CAPIModule)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := startFleet(ctx, root, 2, 1, 0)
+	f, err := fleet.Start(ctx, root, 2, 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.stop()
-	if err := mhcObjects(ctx, f, capiDir, 2); err != nil {
+	defer f.Stop()
+	if err := fleet.MHCObjects(ctx, f, capiDir, 2); err != nil {
 		t.Fatal(err)
 	}
-	if err := resetChecks(ctx, f, "run0"); err != nil {
+	if err := fleet.ResetChecks(ctx, f, "run0"); err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.NewWithWatch(f.envs[0].Config, client.Options{})
+	c, err := client.NewWithWatch(f.Envs[0].Config, client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	checked := map[string]any{"conditions": []any{map[string]any{"type": "HealthCheckSucceeded", "status": "True",
 		"reason": "Succeeded", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}}}
-	setStatus(t, c, machineGVK, "c000-machine-0", checked) // seen by the list
+	setStatus(t, c, fleet.MachineGVK, "c000-machine-0", checked) // seen by the list
 	notify := make(chan string, 8)
 	w := startCheckWatch(ctx, c, time.Now(), 2, notify)
 	if got := <-notify; got != "c000-machine-0" {
 		t.Fatalf("first seen %q, want c000-machine-0", got)
 	}
-	setStatus(t, c, machineGVK, "c001-machine-1", checked) // seen by the watch
-	setStatus(t, c, mhcGVK, "c001-run0", map[string]any{"expectedMachines": int64(2), "currentHealthy": int64(2)})
+	setStatus(t, c, fleet.MachineGVK, "c001-machine-1", checked) // seen by the watch
+	setStatus(t, c, fleet.MHCGVK, "c001-run0", map[string]any{"expectedMachines": int64(2), "currentHealthy": int64(2)})
 	got := []string{<-notify, <-notify}
 	times, err := w.stop()
 	if err != nil {
@@ -242,7 +244,7 @@ func TestMHCObjectsOnRealAPIServers(t *testing.T) {
 	if !slices.Equal(got, []string{"c001", "c001-machine-1"}) || len(times.Machines) != 2 || len(times.MHCs) != 1 {
 		t.Fatalf("seen %v, times %+v", got, times)
 	}
-	if err := resetChecks(ctx, f, "run1"); err != nil {
+	if err := fleet.ResetChecks(ctx, f, "run1"); err != nil {
 		t.Fatal(err)
 	}
 	checkReset(t, c, "run1", "c001-machine-1", "c001-node-1")
@@ -253,7 +255,7 @@ func setStatus(t *testing.T, c client.Client, gvk schema.GroupVersionKind, name 
 	t.Helper()
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
-	if err := c.Get(t.Context(), client.ObjectKey{Namespace: namespace, Name: name}, u); err != nil {
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: fleet.Namespace, Name: name}, u); err != nil {
 		t.Fatal(err)
 	}
 	for k, v := range status {
@@ -271,8 +273,8 @@ func setStatus(t *testing.T, c client.Client, gvk schema.GroupVersionKind, name 
 func checkReset(t *testing.T, c client.Client, run, machine, node string) {
 	t.Helper()
 	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(mhcGVK.GroupVersion().WithKind("MachineHealthCheckList"))
-	if err := c.List(t.Context(), list, client.InNamespace(namespace)); err != nil {
+	list.SetGroupVersionKind(fleet.MHCGVK.GroupVersion().WithKind("MachineHealthCheckList"))
+	if err := c.List(t.Context(), list, client.InNamespace(fleet.Namespace)); err != nil {
 		t.Fatal(err)
 	}
 	var names []string
@@ -286,8 +288,8 @@ func checkReset(t *testing.T, c client.Client, run, machine, node string) {
 		t.Fatalf("MachineHealthChecks after reset: %v", names)
 	}
 	m := &unstructured.Unstructured{}
-	m.SetGroupVersionKind(machineGVK)
-	if err := c.Get(t.Context(), client.ObjectKey{Namespace: namespace, Name: machine}, m); err != nil {
+	m.SetGroupVersionKind(fleet.MachineGVK)
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: fleet.Namespace, Name: machine}, m); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := machineChecked(m); ok {

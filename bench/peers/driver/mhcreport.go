@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
 )
 
 // mhcRow is one figure of the -mhc table, one value per run; lower is
@@ -81,10 +83,10 @@ func mhcRows(results []mhcResult) []mhcRow {
 	}
 	for _, r := range results {
 		m := r.Machines
-		healthy, want := roleTimes(r, "healthy", m, r.Checked, machineName)
+		healthy, want := roleTimes(r, "healthy", m, r.Checked, fleet.MachineName)
 		mhcs, wantMHC := roleTimes(r, "healthy", 1, r.Healthy, clusterKey)
-		flapping, _ := roleTimes(r, "flapping", m, r.Checked, machineName)
-		dead, _ := roleTimes(r, "dead", m, r.Checked, machineName)
+		flapping, _ := roleTimes(r, "flapping", m, r.Checked, fleet.MachineName)
+		dead, _ := roleTimes(r, "dead", m, r.Checked, fleet.MachineName)
 		f := r.Figures
 		vals := []float64{allAt(healthy, want), median(healthy), allAt(mhcs, wantMHC), float64(len(flapping)), float64(len(dead)),
 			float64(f.ReconcileErrors), float64(f.ErrorKinds["ErrClusterNotConnected"]),

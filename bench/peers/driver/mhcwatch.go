@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
 )
 
 // firstSeen is when (since a run's start) each object first met a
@@ -71,7 +73,7 @@ func watchFirst(ctx context.Context, c client.WithWatch, gvk schema.GroupVersion
 	for ctx.Err() == nil {
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(listGVK)
-		if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		if err := c.List(ctx, list, client.InNamespace(fleet.Namespace)); err != nil {
 			if ctx.Err() != nil {
 				break
 			}
@@ -86,7 +88,7 @@ func watchFirst(ctx context.Context, c client.WithWatch, gvk schema.GroupVersion
 		}
 		wl := &unstructured.UnstructuredList{}
 		wl.SetGroupVersionKind(listGVK)
-		w, err := c.Watch(ctx, wl, client.InNamespace(namespace), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.GetResourceVersion()}})
+		w, err := c.Watch(ctx, wl, client.InNamespace(fleet.Namespace), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.GetResourceVersion()}})
 		if err != nil {
 			if ctx.Err() != nil {
 				break
@@ -139,10 +141,10 @@ func startCheckWatch(ctx context.Context, c client.WithWatch, t0 time.Time, mach
 	w := &checkWatch{cancel: cancel}
 	readies := [2]chan struct{}{make(chan struct{}), make(chan struct{})}
 	w.wg.Go(func() {
-		w.times.Machines, w.errs[0] = watchFirst(ctx, c, machineGVK, t0, machineChecked, readies[0], notify)
+		w.times.Machines, w.errs[0] = watchFirst(ctx, c, fleet.MachineGVK, t0, machineChecked, readies[0], notify)
 	})
 	w.wg.Go(func() {
-		w.times.MHCs, w.errs[1] = watchFirst(ctx, c, mhcGVK, t0, mhcHealthy(machines), readies[1], notify)
+		w.times.MHCs, w.errs[1] = watchFirst(ctx, c, fleet.MHCGVK, t0, mhcHealthy(machines), readies[1], notify)
 	})
 	for _, r := range readies {
 		select {

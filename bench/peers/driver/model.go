@@ -4,12 +4,13 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
 	"github.com/clusterpool/clusterpool/bench/sim"
 )
 
 // modelScenario is sc as bench/sim runs it, on the same fleet size,
 // objects, fractions and timings.
-func modelScenario(sc scenario, cfg config) sim.Scenario {
+func modelScenario(sc fleet.Scenario, cfg fleet.Config) sim.Scenario {
 	s := sim.Scenario{Name: sc.Name, Clusters: cfg.Clusters, Objects: cfg.Objects, Duration: sc.Duration, Saturate: sc.Saturate}
 	switch sc.Role {
 	case "dead":
@@ -23,7 +24,7 @@ func modelScenario(sc scenario, cfg config) sim.Scenario {
 }
 
 // runModel runs bench/sim's model of strategy on sc at scale.
-func runModel(ctx context.Context, sc scenario, strategy string, cfg config, scale float64) (sim.Result, error) {
+func runModel(ctx context.Context, sc fleet.Scenario, strategy string, cfg fleet.Config, scale float64) (sim.Result, error) {
 	res, err := sim.Run(ctx, modelScenario(sc, cfg), strategy, sim.Config{Scale: scale, Workers: cfg.Workers, Seed: cfg.Seed})
 	if err != nil {
 		return sim.Result{}, fmt.Errorf("model of %s on %s: %w", strategy, sc.Name, err)

@@ -17,7 +17,7 @@ import (
 
 // requestCount sums apiserver_request_total over the workload apiservers:
 // every request they finished, their own included (see baseline).
-func (f *fleet) requestCount() (float64, error) {
+func (f *scaleFleet) requestCount() (float64, error) {
 	var sum float64
 	for i, cfg := range f.Workload {
 		n, err := scrapeRequests(cfg)
@@ -73,7 +73,7 @@ func sumCounter(r io.Reader, metric string) (float64, error) {
 
 // baseline measures the workload apiservers' own requests per second
 // (their loopback clients, leases) over d, with no peer running.
-func (f *fleet) baseline(ctx context.Context, d time.Duration) (float64, error) {
+func (f *scaleFleet) baseline(ctx context.Context, d time.Duration) (float64, error) {
 	c0, err := f.requestCount()
 	if err != nil {
 		return 0, err

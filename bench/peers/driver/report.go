@@ -6,6 +6,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
 )
 
 // writeReal prints the real figures as one markdown table.
@@ -18,7 +20,7 @@ func writeReal(w io.Writer, results []result) error {
 		fmt.Fprintf(&b, "| %s | %s %s | %s | %.1f | %.0f | %.0f | %.0f | %.1f | %d | %d | %d (%d) | %s | %.0f (%.0f) | %d |\n",
 			r.Scenario, r.Strategy, f.Version, reached(f.AllReconciled, f.Seconds), f.HealthyPerSec, f.P50Ms, f.P99Ms, f.OKP99Ms,
 			f.BlockedWorkerSeconds, f.Requeues, f.Errors, r.Dials, r.FaultyDials, recoveryCell(r),
-			mib(f.RSSBytes), mib(f.PeakRSSBytes), f.Goroutines)
+			fleet.MiB(f.RSSBytes), fleet.MiB(f.PeakRSSBytes), f.Goroutines)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

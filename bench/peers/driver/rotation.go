@@ -13,6 +13,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
+	"github.com/clusterpool/clusterpool/bench/peers/protocol"
 )
 
 // rotationOptions configure a rotation run (-rotation): every Cluster's
@@ -49,7 +52,7 @@ func (ro rotationOptions) defaults(fs *flag.FlagSet, strategies *[]string) error
 	if ro.Every <= ro.RevokeAfter || ro.Count < 1 || ro.Warmup <= 0 || ro.Sample <= 0 {
 		return errors.New("-rotation: want -rotate-every > -revoke-after, -rotations ≥ 1, positive -rotation-warmup and -sample-connected")
 	}
-	if !flagSet(fs, "strategies") {
+	if !fleet.FlagGiven(fs, "strategies") {
 		*strategies = []string{"clustercache", "clusterpool"}
 	}
 	return nil
@@ -60,7 +63,7 @@ type rotationReport struct {
 	Date       string           `json:"date"`
 	Machine    string           `json:"machine"`
 	Wall       string           `json:"wall"`
-	Config     config           `json:"config"`
+	Config     fleet.Config     `json:"config"`
 	APIServers int              `json:"workload_apiservers"`
 	Options    rotationOptions  `json:"options"`
 	Results    []rotationResult `json:"results"`
@@ -70,31 +73,31 @@ type rotationReport struct {
 // logs, then runs every strategy on it in turn.
 func runRotation(ctx context.Context, o options, bins map[string]string, root string, out io.Writer) error {
 	start := time.Now()
-	a, err := startAuthenticator()
+	a, err := fleet.StartAuthenticator()
 	if err != nil {
 		return err
 	}
-	defer a.close()
+	defer a.Close()
 	dir, err := os.MkdirTemp("", "bench-rotation-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	configure, logs, err := rotationAPIServers(a, dir, o.apiservers)
+	configure, logs, err := fleet.RotationAPIServers(a, dir, o.apiservers)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "bench-rotation: starting %d apiservers, %d Clusters × %d objects\n", 1+o.apiservers, o.cfg.Clusters, o.cfg.Objects)
-	f, err := startFleet(ctx, root, o.cfg.Clusters, o.apiservers, o.cfg.Objects, configure)
+	f, err := fleet.Start(ctx, root, o.cfg.Clusters, o.apiservers, o.cfg.Objects, configure)
 	if err != nil {
 		return err
 	}
-	defer f.stop()
-	rf := &rotationFleet{fleet: f, auth: a}
+	defer f.Stop()
+	rf := &rotationFleet{Fleet: f, auth: a}
 	for _, l := range logs {
 		rf.audits = append(rf.audits, &auditLog{file: l})
 	}
-	rep := rotationReport{Date: start.UTC().Format(time.RFC3339), Machine: machine(), Config: o.cfg,
+	rep := rotationReport{Date: start.UTC().Format(time.RFC3339), Machine: fleet.Machine(), Config: o.cfg,
 		APIServers: o.apiservers, Options: o.rotation}
 	for _, s := range o.strategies {
 		fmt.Fprintf(os.Stderr, "bench-rotation: %s, %d rotations every %s\n", s, o.rotation.Count, o.rotation.Every)
@@ -108,25 +111,25 @@ func runRotation(ctx context.Context, o options, bins map[string]string, root st
 	if err := writeRotation(out, rep); err != nil {
 		return err
 	}
-	return writeJSON(o.jsonOut, rep)
+	return fleet.WriteJSON(o.jsonOut, rep)
 }
 
 // rotationFleet is the fleet of a rotation run with its authenticator and
 // the workload apiservers' audit logs.
 type rotationFleet struct {
-	*fleet
-	auth   *authenticator
+	*fleet.Fleet
+	auth   *fleet.Authenticator
 	audits []*auditLog
 }
 
 // runPeer runs bin with every Cluster on generation 0 of its own tokens,
 // rotates them as ro says while it runs, and returns its figures per
 // rotation.
-func (rf *rotationFleet) runPeer(ctx context.Context, bin, strategy string, cfg config, ro rotationOptions) (rotationResult, error) {
+func (rf *rotationFleet) runPeer(ctx context.Context, bin, strategy string, cfg fleet.Config, ro rotationOptions) (rotationResult, error) {
 	if err := rf.rotateAll(ctx, strategy, 0); err != nil {
 		return rotationResult{}, err
 	}
-	defer rf.auth.revoke(func(id identity) bool { return id.Peer == strategy })
+	defer rf.auth.Revoke(func(id fleet.Identity) bool { return id.Peer == strategy })
 	for _, l := range rf.audits {
 		if err := l.mark(); err != nil {
 			return rotationResult{}, err
@@ -137,7 +140,7 @@ func (rf *rotationFleet) runPeer(ctx context.Context, bin, strategy string, cfg 
 		roles[i] = n + "=healthy"
 	}
 	run := ro.Warmup + time.Duration(ro.Count)*ro.Every + 3*time.Second
-	args := []string{"-kubeconfig", rf.Kubeconfig, "-namespace", namespace, "-roles", strings.Join(roles, ","),
+	args := []string{"-kubeconfig", rf.Kubeconfig, "-namespace", fleet.Namespace, "-roles", strings.Join(roles, ","),
 		"-objects", fmt.Sprint(cfg.Objects), "-workers", fmt.Sprint(cfg.Workers), "-work", cfg.Work.String(),
 		"-duration", run.String(), "-saturate=true", "-bucket", cfg.Bucket.String(), "-watch-nodes",
 		"-sample-connected", ro.Sample.String()}
@@ -163,7 +166,7 @@ func (rf *rotationFleet) runPeer(ctx context.Context, bin, strategy string, cfg 
 	if tl.End.IsZero() {
 		return rotationResult{}, fmt.Errorf("%s on rotation: the peer ended before the last rotation's window", strategy)
 	}
-	var fig figures
+	var fig protocol.Figures
 	if err := json.Unmarshal(stdout.Bytes(), &fig); err != nil {
 		return rotationResult{}, fmt.Errorf("%s: decoding its figures: %w", strategy, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
 	"github.com/clusterpool/clusterpool/internal/envtestutil"
 )
 
@@ -46,7 +47,7 @@ func classify(ev auditEvent, peer string) (request, bool) {
 	if ev.ResponseStatus != nil {
 		r.Code = ev.ResponseStatus.Code
 	}
-	id, ok := parseUsername(ev.User.Username)
+	id, ok := fleet.ParseUsername(ev.User.Username)
 	switch {
 	case ok && id.Peer == peer && ev.Stage == "ResponseComplete":
 		r.Cluster, r.Gen = id.Cluster, id.Gen

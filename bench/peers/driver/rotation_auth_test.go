@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
 	"github.com/clusterpool/clusterpool/internal/envtestutil"
 )
 
@@ -19,12 +20,12 @@ import (
 // token's identity and the 401.
 func TestAuthenticatorRevokesOnARealAPIServer(t *testing.T) {
 	a, cfg, audit := startAuthenticatedAPIServer(t)
-	id := identity{Peer: "p", Cluster: "c007", Gen: 3}
-	tok := a.issue(id)
+	id := fleet.Identity{Peer: "p", Cluster: "c007", Gen: 3}
+	tok := a.Issue(id)
 	if code := listNamespaces(t, cfg, tok); code != http.StatusOK {
 		t.Fatalf("issued token: %d, want 200", code)
 	}
-	if n := a.revoke(func(got identity) bool { return got == id }); n != 1 {
+	if n := a.Revoke(func(got fleet.Identity) bool { return got == id }); n != 1 {
 		t.Fatalf("revoked %d tokens, want 1", n)
 	}
 	waitUnauthorized(t, cfg, tok)
@@ -36,7 +37,7 @@ func TestAuthenticatorRevokesOnARealAPIServer(t *testing.T) {
 	if lists == 0 || unauthorized != 1 {
 		t.Fatalf("audit: %d LISTs by the identity (want > 0), %d 401s (want 1); %+v", lists, unauthorized, reqs)
 	}
-	if acc, ref := a.counts(); acc == 0 || ref == 0 {
+	if acc, ref := a.Counts(); acc == 0 || ref == 0 {
 		t.Fatalf("reviews: %d accepted, %d refused; want both", acc, ref)
 	}
 }
@@ -46,7 +47,7 @@ func TestAuthenticatorRevokesOnARealAPIServer(t *testing.T) {
 // webhookCacheTTL), answering 200 until then.
 func waitUnauthorized(t *testing.T, cfg *rest.Config, tok string) {
 	t.Helper()
-	deadline := time.Now().Add(10*time.Second + 2*webhookCacheTTL + 5*time.Second)
+	deadline := time.Now().Add(10*time.Second + 2*fleet.WebhookCacheTTL + 5*time.Second)
 	for code := listNamespaces(t, cfg, tok); code != http.StatusUnauthorized; code = listNamespaces(t, cfg, tok) {
 		if code != http.StatusOK || time.Now().After(deadline) {
 			t.Fatalf("revoked token: %d, want 401 within the caches' TTLs", code)
@@ -56,7 +57,7 @@ func waitUnauthorized(t *testing.T, cfg *rest.Config, tok string) {
 }
 
 // countLists counts id's successful LISTs and the 401s in reqs.
-func countLists(reqs []request, id identity) (lists, unauthorized int) {
+func countLists(reqs []request, id fleet.Identity) (lists, unauthorized int) {
 	for _, r := range reqs {
 		switch {
 		case r.Cluster == id.Cluster && r.Gen == id.Gen && r.Kind == relist && r.Code == 200:
@@ -71,17 +72,17 @@ func countLists(reqs []request, id identity) (lists, unauthorized int) {
 // startAuthenticatedAPIServer starts an authenticator and one apiserver
 // configured by rotationAPIServers, stopped at the end of the test, and
 // returns them with the apiserver's audit log, marked.
-func startAuthenticatedAPIServer(t *testing.T) (*authenticator, *rest.Config, *auditLog) {
+func startAuthenticatedAPIServer(t *testing.T) (*fleet.Authenticator, *rest.Config, *auditLog) {
 	t.Helper()
 	if _, err := envtestutil.Assets(); err != nil {
 		t.Fatal(err)
 	}
-	a, err := startAuthenticator()
+	a, err := fleet.StartAuthenticator()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(a.close)
-	configure, logs, err := rotationAPIServers(a, t.TempDir(), 1)
+	t.Cleanup(a.Close)
+	configure, logs, err := fleet.RotationAPIServers(a, t.TempDir(), 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"sort"
 	"time"
+
+	"github.com/clusterpool/clusterpool/bench/peers/protocol"
 )
 
 // rotationWindow is one rotation's figures, counted from its start to the
@@ -61,7 +63,7 @@ type rotationResult struct {
 
 // summarize attributes a peer's figures, its requests at the apiservers
 // (sorted by time) and the proxies' counts to the rotations of tl.
-func summarize(strategy string, fig figures, tl timeline, reqs []request, names []string) rotationResult {
+func summarize(strategy string, fig protocol.Figures, tl timeline, reqs []request, names []string) rotationResult {
 	res := rotationResult{Strategy: strategy, Version: fig.Version, Clusters: len(names),
 		HealthyPerSec: fig.HealthyPerSec, Reconciles: fig.Reconciles, Relisted: map[string]int{}}
 	bounds := append(append([]time.Time{}, tl.Starts...), tl.End)
@@ -147,7 +149,7 @@ func addNotConnected(ws []rotationWindow, bounds []time.Time, intervals [][2]int
 
 // healthyWithin is the mean healthy successes per second of fig's series
 // buckets that lie within [from, to] (0 if none does).
-func healthyWithin(fig figures, from, to time.Time) float64 {
+func healthyWithin(fig protocol.Figures, from, to time.Time) float64 {
 	start := time.UnixMilli(fig.StartUnixMs)
 	var sum float64
 	var n int

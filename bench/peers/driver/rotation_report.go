@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
 )
 
 // rotationRow is one figure of the rotation table: its label and how it
@@ -38,7 +40,7 @@ func writeRotation(out io.Writer, rep rotationReport) error {
 		"Every %s each Cluster's kubeconfig Secret gets a new bearer token (%d rotations per peer, the first %s after the peer's start); "+
 		"the token it replaced is revoked %s later (the apiservers answer 401 once their token caches expire, ≤ 10 s + %s).\n\n",
 		rep.Date, rep.Machine, rep.Wall, rep.Config.Clusters, rep.APIServers, rep.Config.Objects, rep.Config.Workers, rep.Config.Work,
-		o.Every, o.Count, o.Warmup, o.RevokeAfter, webhookCacheTTL)
+		o.Every, o.Count, o.Warmup, o.RevokeAfter, fleet.WebhookCacheTTL)
 	var tw strings.Builder
 	head := []string{"per rotation, all clusters: mean (min–max)"}
 	sep := []string{"---"}

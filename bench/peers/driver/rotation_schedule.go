@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
 	"github.com/clusterpool/clusterpool/internal/envtestutil"
 )
 
@@ -75,7 +76,7 @@ func (rf *rotationFleet) runSchedule(ctx context.Context, peer string, ro rotati
 		if !sleepUntil(start.Add(ro.RevokeAfter), stop) {
 			return nil
 		}
-		rf.auth.revoke(func(id identity) bool { return id.Peer == peer && id.Gen == k-1 })
+		rf.auth.Revoke(func(id fleet.Identity) bool { return id.Peer == peer && id.Gen == k-1 })
 		tl.Revoked = append(tl.Revoked, time.Now())
 	}
 	if !sleepUntil(t0.Add(ro.Warmup+time.Duration(ro.Count)*ro.Every), stop) {
@@ -113,10 +114,10 @@ func (rf *rotationFleet) rotateAll(ctx context.Context, peer string, gen int) er
 	errs := make([]error, len(rf.Names))
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for range growWorkers {
+	for range fleet.GrowWorkers {
 		wg.Go(func() {
 			for i := range next {
-				errs[i] = rf.rotateOne(ctx, i, identity{Peer: peer, Cluster: rf.Names[i], Gen: gen})
+				errs[i] = rf.rotateOne(ctx, i, fleet.Identity{Peer: peer, Cluster: rf.Names[i], Gen: gen})
 			}
 		})
 	}
@@ -129,8 +130,8 @@ func (rf *rotationFleet) rotateAll(ctx context.Context, peer string, gen int) er
 }
 
 // rotateOne writes cluster i's kubeconfig Secret with a new token of id.
-func (rf *rotationFleet) rotateOne(ctx context.Context, i int, id identity) error {
-	kc, err := envtestutil.Kubeconfig(rf.Workload[i%len(rf.Workload)], rf.Proxies[i].Addr(), rf.auth.issue(id))
+func (rf *rotationFleet) rotateOne(ctx context.Context, i int, id fleet.Identity) error {
+	kc, err := envtestutil.Kubeconfig(rf.Workload[i%len(rf.Workload)], rf.Proxies[i].Addr(), rf.auth.Issue(id))
 	if err != nil {
 		return err
 	}
@@ -138,8 +139,8 @@ func (rf *rotationFleet) rotateOne(ctx context.Context, i int, id identity) erro
 	if err != nil {
 		return err
 	}
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: id.Cluster + "-kubeconfig"}}
-	if err := rf.mgmt.Patch(ctx, s, client.RawPatch(types.MergePatchType, patch)); err != nil {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fleet.Namespace, Name: id.Cluster + "-kubeconfig"}}
+	if err := rf.Mgmt.Patch(ctx, s, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return fmt.Errorf("cluster %s: writing its kubeconfig Secret: %w", id.Cluster, err)
 	}
 	return nil

@@ -7,16 +7,19 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
+	"github.com/clusterpool/clusterpool/bench/peers/protocol"
 )
 
 func TestUsernameRoundTrip(t *testing.T) {
-	id := identity{Peer: "clusterpool", Cluster: "c012", Gen: 4}
-	got, ok := parseUsername(id.username())
+	id := fleet.Identity{Peer: "clusterpool", Cluster: "c012", Gen: 4}
+	got, ok := fleet.ParseUsername(id.Username())
 	if !ok || got != id {
-		t.Fatalf("parseUsername(%q) = %+v, %v", id.username(), got, ok)
+		t.Fatalf("parseUsername(%q) = %+v, %v", id.Username(), got, ok)
 	}
 	for _, name := range []string{"", "admin", "rotation:a:b", "rotation:a:b:x", "other:a:b:1"} {
-		if _, ok := parseUsername(name); ok {
+		if _, ok := fleet.ParseUsername(name); ok {
 			t.Errorf("parseUsername(%q) ok", name)
 		}
 	}
@@ -33,8 +36,8 @@ func auditLine(stage, verb, uri, user string, code int, at time.Time) auditEvent
 
 func TestClassify(t *testing.T) {
 	at := time.Unix(100, 0)
-	me := identity{Peer: "p", Cluster: "c001", Gen: 2}.username()
-	other := identity{Peer: "q", Cluster: "c001", Gen: 2}.username()
+	me := fleet.Identity{Peer: "p", Cluster: "c001", Gen: 2}.Username()
+	other := fleet.Identity{Peer: "q", Cluster: "c001", Gen: 2}.Username()
 	for _, c := range []struct {
 		ev   auditEvent
 		ok   bool
@@ -64,7 +67,7 @@ func TestClassify(t *testing.T) {
 // read, and leaves a partial last line for the next read.
 func TestAuditLogReadsFromItsMark(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "audit.log")
-	me := identity{Peer: "p", Cluster: "c000", Gen: 0}.username()
+	me := fleet.Identity{Peer: "p", Cluster: "c000", Gen: 0}.Username()
 	line := `{"stage":"ResponseComplete","verb":"list","requestURI":"/api/v1/nodes","user":{"username":"` + me + `"},"responseStatus":{"code":200},"requestReceivedTimestamp":"2026-12-05T06:51:10.582076Z"}` + "\n"
 	write := func(s string) {
 		f, err := os.OpenFile(file, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
@@ -105,11 +108,11 @@ func TestSummarizeAttributesToRotations(t *testing.T) {
 	tl := timeline{Starts: []time.Time{at(0), at(10_000)}, Written: []time.Time{at(200), at(10_300)},
 		Revoked: []time.Time{at(5_000)}, End: at(20_000), Conns: [][]uint64{{5, 7}, {6, 9}, {6, 12}}}
 	ms := func(d int64) int64 { return at(d).UnixMilli() }
-	var series []point // 5 s buckets from 10 s before the first rotation
+	var series []protocol.Point // 5 s buckets from 10 s before the first rotation
 	for i := range 7 {
-		series = append(series, point{T: float64(5 * i), HealthyPerSec: float64(i + 1)})
+		series = append(series, protocol.Point{T: float64(5 * i), HealthyPerSec: float64(i + 1)})
 	}
-	fig := figures{Version: "v", HealthyPerSec: 3, Reconciles: 9, StartUnixMs: ms(-10_000), Series: series, Availability: &availability{
+	fig := protocol.Figures{Version: "v", HealthyPerSec: 3, Reconciles: 9, StartUnixMs: ms(-10_000), Series: series, Availability: &protocol.Availability{
 		FirstConnectedUnixMs: map[string]int64{"a": ms(-5_000), "b": ms(1_000)},
 		NotConnected: map[string][][2]int64{
 			"a": {{ms(-1_000), ms(500)}, {ms(9_000), ms(12_000)}}, // 0.5 s in 1; 1 s in 1, 2 s in 2

@@ -10,13 +10,16 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
+	"github.com/clusterpool/clusterpool/bench/peers/protocol"
 )
 
 // result is one strategy's real figures on one scenario.
 type result struct {
-	Scenario string  `json:"scenario"`
-	Strategy string  `json:"strategy"`
-	Figures  figures `json:"figures"`
+	Scenario string           `json:"scenario"`
+	Strategy string           `json:"strategy"`
+	Figures  protocol.Figures `json:"figures"`
 	// Dials: connections the proxies accepted during the run, in all and
 	// for the faulty clusters.
 	Dials       uint64 `json:"dials"`
@@ -29,7 +32,7 @@ type result struct {
 
 // runPeer runs the peer binary bin on f with sc laid out as l, switching the
 // proxies as l says, and returns its figures.
-func runPeer(ctx context.Context, f *fleet, bin, strategy string, sc scenario, l layout, cfg config) (result, error) {
+func runPeer(ctx context.Context, f *fleet.Fleet, bin, strategy string, sc fleet.Scenario, l fleet.Layout, cfg fleet.Config) (result, error) {
 	for i, p := range f.Proxies {
 		p.SetMode(l.Initial[i])
 	}
@@ -41,7 +44,7 @@ func runPeer(ctx context.Context, f *fleet, bin, strategy string, sc scenario, l
 	for i, n := range f.Names {
 		roles[i] = n + "=" + l.Roles[i]
 	}
-	args := []string{"-kubeconfig", f.Kubeconfig, "-namespace", namespace, "-roles", strings.Join(roles, ","),
+	args := []string{"-kubeconfig", f.Kubeconfig, "-namespace", fleet.Namespace, "-roles", strings.Join(roles, ","),
 		"-objects", fmt.Sprint(cfg.Objects), "-workers", fmt.Sprint(cfg.Workers), "-work", cfg.Work.String(),
 		"-duration", sc.Duration.String(), fmt.Sprintf("-saturate=%t", sc.Saturate), "-bucket", cfg.Bucket.String()}
 	if cfg.Timings {
@@ -57,7 +60,7 @@ func runPeer(ctx context.Context, f *fleet, bin, strategy string, sc scenario, l
 	}
 	recovered := make(chan map[int]time.Time, 1)
 	stop := make(chan struct{})
-	go func() { recovered <- applyEvents(f.Proxies, l.Events, stop) }()
+	go func() { recovered <- fleet.ApplyEvents(f.Proxies, l.Events, stop) }()
 	err := cmd.Wait()
 	close(stop)
 	recoveredAt := <-recovered

@@ -8,6 +8,9 @@ import (
 	"os"
 	"slices"
 	"time"
+
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
+	"github.com/clusterpool/clusterpool/bench/peers/protocol"
 )
 
 // scaleOptions configure a scale run (-scale).
@@ -78,7 +81,7 @@ type scaleResult struct {
 	// PeakRSSBytes is the process's peak resident set (VmHWM).
 	PeakRSSBytes int64 `json:"peak_rss_bytes,omitempty"`
 	// Memory: where RSSBytes is (nil from a peer that does not say).
-	Memory *memClasses `json:"memory,omitempty"`
+	Memory *protocol.Memory `json:"memory,omitempty"`
 	// Load: the load window's Gets; Detections: the killed clusters.
 	Load       *loadFigures `json:"load,omitempty"`
 	Detections []detection  `json:"detections,omitempty"`
@@ -142,7 +145,7 @@ func runScale(ctx context.Context, o options, bins map[string]string, root strin
 		return err
 	}
 	defer sf.stop()
-	rep := scaleReport{Date: start.UTC().Format(time.RFC3339), Machine: machine(), APIServers: o.apiservers, Options: so}
+	rep := scaleReport{Date: start.UTC().Format(time.RFC3339), Machine: fleet.Machine(), APIServers: o.apiservers, Options: so}
 	lim := newScaleLimits()
 	for _, n := range so.Sizes {
 		if reason := lim.fleetFits(n, len(sf.names)); reason != "" {
@@ -211,13 +214,13 @@ func finishScale(rep scaleReport, jsonOut string, out io.Writer) error {
 	if err := writeScale(out, rep); err != nil {
 		return err
 	}
-	return writeJSON(jsonOut, rep)
+	return fleet.WriteJSON(jsonOut, rep)
 }
 
 // rescale redoes the fits and tables of the scale run in o.scaleFrom.
 func rescale(o options, out io.Writer) error {
 	var rep scaleReport
-	if err := readJSON(o.scaleFrom, &rep); err != nil {
+	if err := fleet.ReadJSON(o.scaleFrom, &rep); err != nil {
 		return err
 	}
 	return finishScale(rep, o.jsonOut, out)

@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/clusterpool/clusterpool/bench/peers/protocol"
 	"github.com/clusterpool/clusterpool/internal/faultproxy"
 )
 
@@ -42,9 +43,9 @@ func (sf *scaleFleet) inject() ([]injected, error) {
 		var err error
 		switch class {
 		case faultHang:
-			err = sf.hang.signal(syscall.SIGSTOP)
+			err = sf.hang.Signal(syscall.SIGSTOP)
 		case faultKill:
-			err = sf.kill.kill()
+			err = sf.kill.Kill()
 		case faultPartition:
 			err = sf.setMode(names, classes, faultproxy.Blackhole)
 		}
@@ -61,7 +62,7 @@ func (sf *scaleFleet) inject() ([]injected, error) {
 // killed one starts again (and is ready), the partition heals.
 func (sf *scaleFleet) restore(ctx context.Context) error {
 	names, classes := sf.sample()
-	return errors.Join(sf.hang.signal(syscall.SIGCONT), sf.kill.start(ctx), sf.setMode(names, classes, faultproxy.Pass))
+	return errors.Join(sf.hang.Signal(syscall.SIGCONT), sf.kill.Start(ctx), sf.setMode(names, classes, faultproxy.Pass))
 }
 
 // setMode switches the proxies of the partitioned clusters of the sample
@@ -79,7 +80,7 @@ func (sf *scaleFleet) setMode(names, classes []string, m faultproxy.Mode) error 
 
 // detections reads, for each injected fault, when av first reported its
 // cluster not connected at or after it.
-func detections(faults []injected, av *availability) []detection {
+func detections(faults []injected, av *protocol.Availability) []detection {
 	var out []detection
 	for _, f := range faults {
 		d := detection{Cluster: f.Cluster, Fault: f.Fault, FaultUnixMs: f.AtUnixMs, DetectS: -1}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
 	"github.com/clusterpool/clusterpool/internal/envtestutil"
 )
 
@@ -38,7 +39,7 @@ var faultNames = map[string]string{
 // their own for the sampled clusters whose apiserver is stopped or killed;
 // every Cluster behind its own proxy in a proxy host.
 type scaleFleet struct {
-	*fleet
+	*fleet.Fleet
 	k       int // shared workload apiservers: f.Workload[:k]
 	perPart int // sampled clusters per fault class
 	names   []string
@@ -47,7 +48,7 @@ type scaleFleet struct {
 	proxies *proxyHosts
 	// hang and kill are the sample's own apiservers (f.Workload[k] and
 	// [k+1]); nil without a sample.
-	hang, kill *apiserverProc
+	hang, kill *fleet.APIServerProc
 }
 
 // startScaleFleet starts the apiservers of a scale fleet with k shared
@@ -58,21 +59,21 @@ func startScaleFleet(ctx context.Context, root string, k, perFault int) (_ *scal
 	if perFault > 0 {
 		extra = 2
 	}
-	f, err := startFleet(ctx, root, 0, k+extra, 1)
+	f, err := fleet.Start(ctx, root, 0, k+extra, 1)
 	if err != nil {
 		return nil, err
 	}
-	sf := &scaleFleet{fleet: f, k: k, perPart: perFault, proxies: &proxyHosts{cap: proxyHostCap()}}
+	sf := &scaleFleet{Fleet: f, k: k, perPart: perFault, proxies: &proxyHosts{cap: proxyHostCap()}}
 	defer func() {
 		if err != nil {
 			sf.stop()
 		}
 	}()
 	if extra > 0 {
-		if sf.hang, err = findAPIServer(f.Workload[k]); err != nil {
+		if sf.hang, err = fleet.FindAPIServer(f.Workload[k]); err != nil {
 			return nil, err
 		}
-		if sf.kill, err = findAPIServer(f.Workload[k+1]); err != nil {
+		if sf.kill, err = fleet.FindAPIServer(f.Workload[k+1]); err != nil {
 			return nil, err
 		}
 	}
@@ -154,22 +155,22 @@ func (sf *scaleFleet) add(ctx context.Context, i int) error {
 	if err != nil {
 		return err
 	}
-	labels := map[string]string{clusterNameLabel: name}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name + "-kubeconfig", Labels: labels},
+	labels := map[string]string{fleet.ClusterNameLabel: name}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fleet.Namespace, Name: name + "-kubeconfig", Labels: labels},
 		Type: "cluster.x-k8s.io/secret", Data: map[string][]byte{"value": kc}}
-	if err := sf.mgmt.Create(ctx, secret); err != nil {
+	if err := sf.Mgmt.Create(ctx, secret); err != nil {
 		return fmt.Errorf("creating kubeconfig Secret: %w", err)
 	}
-	cluster := clusterObject(name, addr)
-	if err := sf.mgmt.Create(ctx, cluster); err != nil {
+	cluster := fleet.ClusterObject(name, addr)
+	if err := sf.Mgmt.Create(ctx, cluster); err != nil {
 		return fmt.Errorf("creating Cluster: %w", err)
 	}
-	cluster.Object["status"] = clusterStatus()
-	if err := sf.mgmt.Status().Update(ctx, cluster); err != nil {
+	cluster.Object["status"] = fleet.ClusterStatus()
+	if err := sf.Mgmt.Status().Update(ctx, cluster); err != nil {
 		return fmt.Errorf("setting Cluster status: %w", err)
 	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name + "-0", Labels: labels}}
-	if err := sf.mgmt.Create(ctx, cm); err != nil {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: fleet.Namespace, Name: name + "-0", Labels: labels}}
+	if err := sf.Mgmt.Create(ctx, cm); err != nil {
 		return fmt.Errorf("creating object: %w", err)
 	}
 	return nil
@@ -184,12 +185,12 @@ func (sf *scaleFleet) accepted(n int) ([]uint64, error) {
 // stop ends the proxy hosts, the processes started again and the fleet.
 func (sf *scaleFleet) stop() {
 	sf.proxies.close()
-	for _, p := range []*apiserverProc{sf.hang, sf.kill} {
+	for _, p := range []*fleet.APIServerProc{sf.hang, sf.kill} {
 		if p != nil {
-			p.close()
+			p.Close()
 		}
 	}
-	sf.fleet.stop()
+	sf.Fleet.Stop()
 }
 
 // fleetRSS is the resident set of the driver's children (apiservers, etcd,
@@ -202,7 +203,7 @@ func fleetRSS() int64 {
 	var sum int64
 	for _, e := range entries {
 		var pid int
-		if _, err := fmt.Sscan(e.Name(), &pid); err != nil || parentOf(pid) != os.Getpid() {
+		if _, err := fmt.Sscan(e.Name(), &pid); err != nil || fleet.ParentOf(pid) != os.Getpid() {
 			continue
 		}
 		sum += procRSS(pid)

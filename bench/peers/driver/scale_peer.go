@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
 	"github.com/clusterpool/clusterpool/bench/peers/protocol"
 )
 
@@ -36,7 +37,7 @@ type scaleRun struct {
 // peerArgs are the peer's flags: the workload protocol's, and those of the
 // scale run's phases that the peer knows (flags: its -h).
 func (sr scaleRun) peerArgs(roles string, flags map[string]bool) []string {
-	args := []string{"-kubeconfig", sr.f.Kubeconfig, "-namespace", namespace, "-roles", roles,
+	args := []string{"-kubeconfig", sr.f.Kubeconfig, "-namespace", fleet.Namespace, "-roles", roles,
 		"-objects", "1", "-workers", "10", "-work", "0s", "-duration", sr.o.Connect.String(), "-saturate=false",
 		"-bucket", "5s", "-idle", sr.o.idleAt(sr.n).String(), "-watch-nodes"}
 	if sr.o.LoadRate > 0 && flags["load-rate"] {
@@ -77,7 +78,7 @@ func (sr scaleRun) run(ctx context.Context) (scaleResult, error) {
 	if err != nil {
 		return scaleResult{}, err
 	}
-	roles, err := rolesArg(sr.f.names[:sr.n], sr.f.dir)
+	roles, err := rolesArg(sr.f.names[:sr.n], sr.f.Dir)
 	if err != nil {
 		return scaleResult{}, err
 	}
@@ -97,12 +98,12 @@ func (sr scaleRun) run(ctx context.Context) (scaleResult, error) {
 	w := &window{f: sr.f, n: sr.n}
 	ph := &phases{}
 	markers := map[string]func(){
-		idleMarker + "start": w.start,
-		idleMarker + "end": func() {
+		protocol.IdleMarker + "start": w.start,
+		protocol.IdleMarker + "end": func() {
 			w.end(cmd.Process.Pid)
 			fmt.Fprintln(ack) // the peer waits for this line to go on
 		},
-		idleMarker + protocol.FaultsMarker: func() {
+		protocol.IdleMarker + protocol.FaultsMarker: func() {
 			ph.faults, ph.err = sr.f.inject()
 			fmt.Fprintln(ack)
 		},
@@ -128,7 +129,7 @@ type phases struct {
 
 // result reads the peer's figures into its scale result.
 func (sr scaleRun) result(stdout []byte, w *window, before []uint64, ph *phases) (scaleResult, error) {
-	var fig figures
+	var fig protocol.Figures
 	if err := json.Unmarshal(stdout, &fig); err != nil {
 		return scaleResult{}, fmt.Errorf("%s: decoding its figures: %w", sr.strategy, err)
 	}
@@ -150,8 +151,8 @@ func (sr scaleRun) result(stdout []byte, w *window, before []uint64, ph *phases)
 		r.IdleRequestsPerSec = max(r.IdleServerRequestsPerSec, r.IdleClientRequestsPerSec)
 	}
 	r.ConnsPerCluster, r.ConnsMin, r.ConnsMax = connStats(w.conns)
-	if g, ok := fig.Timings[loadGetName]; ok {
-		r.Load = &loadFigures{Gets: g.N, Failed: fig.Timings[loadFailedName].N, P50Ms: g.P50, P99Ms: g.P99, MaxMs: g.Max}
+	if g, ok := fig.Timings[protocol.LoadGetName]; ok {
+		r.Load = &loadFigures{Gets: g.N, Failed: fig.Timings[protocol.LoadFailedName].N, P50Ms: g.P50, P99Ms: g.P99, MaxMs: g.Max}
 	}
 	if ph.faults != nil {
 		r.Detections = detections(ph.faults, fig.Availability)

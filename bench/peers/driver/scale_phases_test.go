@@ -10,13 +10,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
+	"github.com/clusterpool/clusterpool/bench/peers/protocol"
 	"github.com/clusterpool/clusterpool/internal/faultproxy"
 )
 
 // A killed cluster's detection is the first not-connected report at or
 // after its fault; one open across the fault counts from the fault.
 func TestDetections(t *testing.T) {
-	av := &availability{
+	av := &protocol.Availability{
 		FirstConnectedUnixMs: map[string]int64{"a": 1, "b": 1, "c": 1, "d": 1},
 		NotConnected: map[string][][2]int64{
 			"a": {{500, 600}, {10_000, 12_000}}, // a blip before the fault, then the fault
@@ -316,7 +318,7 @@ func TestPeerArgs(t *testing.T) {
 	if len(flags) != 3 || !flags["detect-within"] || !flags["saturate"] {
 		t.Fatalf("flags %v", flags)
 	}
-	sf := &scaleFleet{fleet: &fleet{}, perPart: 1, names: []string{"c000", "c001", "c002", "c003"}}
+	sf := &scaleFleet{Fleet: &fleet.Fleet{}, perPart: 1, names: []string{"c000", "c001", "c002", "c003"}}
 	sr := scaleRun{f: sf, n: 4, detect: true, o: scaleOptions{Idle: time.Minute, IdleBig: time.Second, LoadRate: 100, LoadWindow: time.Second, DetectWithin: time.Minute}}
 	args := strings.Join(sr.peerArgs("R", flags), " ")
 	if !strings.Contains(args, "-idle 1m0s") || strings.Contains(args, "-load-rate") ||

@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/clusterpool/clusterpool/bench/peers/protocol"
 )
 
 func TestLeastSquaresAndFloorRatio(t *testing.T) {
@@ -71,7 +73,7 @@ func TestMarkerWriter(t *testing.T) {
 	var events []string
 	on := map[string]func(){}
 	for _, name := range []string{"start", "end", "faults"} {
-		on[idleMarker+name] = func() { events = append(events, name) }
+		on[protocol.IdleMarker+name] = func() { events = append(events, name) }
 	}
 	m := &markerWriter{out: &out, on: on}
 	for _, chunk := range []string{"log line\nbench-peers: idle st", "art\nmore\n", "bench-peers: idle end\nbench-peers: idle faults\n"} {
@@ -133,9 +135,9 @@ func TestWriteMemory(t *testing.T) {
 	// Per cluster, in KiB: the floor 100 live, 20 garbage, 30 headroom, 72
 	// stacks (9 goroutines), 10 runtime, 2 outside; the peer 90, 40, 50, 96
 	// (12 goroutines), 12, 2; each with 1 MiB more at N = 0.
-	mem := func(n int, live, garbage, headroom, stacks, runtime, outside int64) (int64, int64, *memClasses) {
+	mem := func(n int, live, garbage, headroom, stacks, runtime, outside int64) (int64, int64, *protocol.Memory) {
 		k := func(v int64) int64 { return v*int64(n)<<10 + 1<<20 }
-		m := &memClasses{ObjectsBytes: k(live) + k(garbage), HeadroomBytes: k(headroom), StacksBytes: k(stacks),
+		m := &protocol.Memory{ObjectsBytes: k(live) + k(garbage), HeadroomBytes: k(headroom), StacksBytes: k(stacks),
 			RuntimeBytes: k(runtime), OutsideBytes: k(outside)}
 		return k(live) + k(garbage) + k(headroom) + k(stacks) + k(runtime) + k(outside), k(live), m
 	}

@@ -5,6 +5,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
 )
 
 // fitFigure is a figure fitted over N, in scaleResult's units, of the
@@ -118,7 +120,7 @@ func writeScale(w io.Writer, rep scaleReport) error {
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rep.Results {
 		fmt.Fprintf(&b, "| %d | %s %s | %s | %.1f | %.1f | %d | %.2f | %.1f (%.1f; %.1f) | %.2f (%d-%d) | %.2f | %s |\n",
-			r.Clusters, r.Strategy, r.Version, connectCell(r.ConnectS), mib(r.RSSBytes), mib(r.HeapBytes), r.Goroutines,
+			r.Clusters, r.Strategy, r.Version, connectCell(r.ConnectS), fleet.MiB(r.RSSBytes), fleet.MiB(r.HeapBytes), r.Goroutines,
 			r.IdleCPUPerMin, r.IdleRequestsPerSec, r.IdleServerRequestsPerSec, r.IdleClientRequestsPerSec, r.ConnsPerCluster, r.ConnsMin, r.ConnsMax,
 			r.DialsPerCluster, loadCell(r.Load))
 	}

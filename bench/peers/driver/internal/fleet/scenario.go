@@ -1,4 +1,4 @@
-package main
+package fleet
 
 import (
 	"math/rand/v2"
@@ -8,8 +8,8 @@ import (
 	"github.com/clusterpool/clusterpool/internal/faultproxy"
 )
 
-// scenario is one workload of the fleet.
-type scenario struct {
+// Scenario is one workload of the fleet.
+type Scenario struct {
 	Name string
 	// Fraction of clusters that get Role; the others are healthy.
 	Fraction float64
@@ -27,8 +27,8 @@ type scenario struct {
 	FlapPeriod time.Duration
 }
 
-// timing is the scenarios' real-time knobs (flags).
-type timing struct {
+// Timing is the scenarios' real-time knobs (flags).
+type Timing struct {
 	Fraction      float64
 	Herd          time.Duration // bound of the herd run
 	Dead          time.Duration
@@ -39,9 +39,9 @@ type timing struct {
 	FlapPeriod    time.Duration
 }
 
-// scenarios returns the four scenarios of issue 13.
-func scenarios(t timing) []scenario {
-	return []scenario{
+// Scenarios returns the four scenarios of issue 13.
+func Scenarios(t Timing) []Scenario {
+	return []Scenario{
 		{Name: "herd", Duration: t.Herd},
 		{Name: "dead", Fraction: t.Fraction, Role: "dead", Saturate: true, Duration: t.Dead},
 		{Name: "recovery", Fraction: t.Fraction, Role: "recovering", RecoverAt: t.RecoverAt,
@@ -50,27 +50,27 @@ func scenarios(t timing) []scenario {
 	}
 }
 
-// event switches cluster Cluster's proxy to Mode At after the run starts.
-type event struct {
+// Event switches cluster Cluster's proxy to Mode At after the run starts.
+type Event struct {
 	At      time.Duration
 	Cluster int
 	Mode    faultproxy.Mode
 }
 
-// layout is a scenario laid out on m clusters: each cluster's role, its
+// Layout is a scenario laid out on m clusters: each cluster's role, its
 // proxy's mode at the start, and the switches during the run (sorted by
 // time). Every strategy of a scenario gets the same layout.
-type layout struct {
+type Layout struct {
 	Roles   []string
 	Initial []faultproxy.Mode
-	Events  []event
+	Events  []Event
 }
 
-// lay lays sc out on m clusters with seed: the first Fraction·m clusters of
+// Lay lays sc out on m clusters with seed: the first Fraction·m clusters of
 // a seeded permutation get the role.
-func (sc scenario) lay(m int, seed uint64) layout {
+func (sc Scenario) Lay(m int, seed uint64) Layout {
 	r := rand.New(rand.NewPCG(seed, 13))
-	l := layout{Roles: make([]string, m), Initial: make([]faultproxy.Mode, m)}
+	l := Layout{Roles: make([]string, m), Initial: make([]faultproxy.Mode, m)}
 	faulty := int(sc.Fraction*float64(m) + 0.5)
 	for i, c := range r.Perm(m) {
 		l.Roles[c], l.Initial[c] = "healthy", faultproxy.Pass
@@ -84,14 +84,14 @@ func (sc scenario) lay(m int, seed uint64) layout {
 		case "recovering":
 			l.Initial[c] = faultproxy.Hold
 			at := sc.RecoverAt + time.Duration(r.Int64N(int64(max(sc.RecoverSpread, 1))))
-			l.Events = append(l.Events, event{At: at, Cluster: c, Mode: faultproxy.Pass})
+			l.Events = append(l.Events, Event{At: at, Cluster: c, Mode: faultproxy.Pass})
 		case "flapping":
 			// up for a random part of the period first, then down and up
 			// for a whole period each
 			at := time.Duration(r.Int64N(int64(sc.FlapPeriod)))
 			mode := faultproxy.Hold
 			for ; at < sc.Duration; at += sc.FlapPeriod {
-				l.Events = append(l.Events, event{At: at, Cluster: c, Mode: mode})
+				l.Events = append(l.Events, Event{At: at, Cluster: c, Mode: mode})
 				if mode == faultproxy.Hold {
 					mode = faultproxy.Pass
 				} else {
@@ -100,13 +100,13 @@ func (sc scenario) lay(m int, seed uint64) layout {
 			}
 		}
 	}
-	slices.SortStableFunc(l.Events, func(a, b event) int { return int(a.At - b.At) })
+	slices.SortStableFunc(l.Events, func(a, b Event) int { return int(a.At - b.At) })
 	return l
 }
 
-// applyEvents switches proxies at the events' times (after now) until stop
+// ApplyEvents switches proxies at the events' times (after now) until stop
 // is closed, and returns when each cluster was last switched to pass.
-func applyEvents(proxies []*faultproxy.Proxy, events []event, stop <-chan struct{}) map[int]time.Time {
+func ApplyEvents(proxies []*faultproxy.Proxy, events []Event, stop <-chan struct{}) map[int]time.Time {
 	start := time.Now()
 	passed := map[int]time.Time{}
 	for _, ev := range events {

@@ -1,4 +1,4 @@
-package main
+package fleet
 
 import (
 	"bytes"
@@ -11,9 +11,9 @@ import (
 	"strings"
 )
 
-// buildPeer builds peer name with bench/peers/build.sh (a no-op when its
+// BuildPeer builds peer name with bench/peers/build.sh (a no-op when its
 // binary is cached) and returns the binary's path.
-func buildPeer(ctx context.Context, root, name string) (string, error) {
+func BuildPeer(ctx context.Context, root, name string) (string, error) {
 	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "bench/peers/build.sh"), name)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, os.Stderr
@@ -23,9 +23,9 @@ func buildPeer(ctx context.Context, root, name string) (string, error) {
 	return strings.TrimSpace(out.String()), nil
 }
 
-// repoRoot is the nearest directory above the working directory holding
+// RepoRoot is the nearest directory above the working directory holding
 // bench/peers/build.sh.
-func repoRoot() (string, error) {
+func RepoRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err
@@ -42,13 +42,13 @@ func repoRoot() (string, error) {
 	}
 }
 
-// capiPeer builds the Cluster API peer (bench/peers/capi) and returns its
+// CAPIPeer builds the Cluster API peer (bench/peers/capi) and returns its
 // binary and the directory of Cluster API's module (its CRDs).
-func capiPeer(ctx context.Context, root string) (bin, capiDir string, err error) {
-	if bin, err = buildPeer(ctx, root, "capi"); err != nil {
+func CAPIPeer(ctx context.Context, root string) (bin, capiDir string, err error) {
+	if bin, err = BuildPeer(ctx, root, "capi"); err != nil {
 		return "", "", err
 	}
-	if capiDir, err = moduleDir(ctx, capiModule); err != nil {
+	if capiDir, err = ModuleDir(ctx, CAPIModule); err != nil {
 		return "", "", err
 	}
 	return bin, capiDir, nil

@@ -1,4 +1,4 @@
-package main
+package fleet
 
 import (
 	"bytes"
@@ -16,9 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// capiModule is the Cluster API module whose CRDs the -mhc run installs
+// CAPIModule is the Cluster API module whose CRDs the -mhc run installs
 // (the version bench/peers/capi requires).
-const capiModule = "sigs.k8s.io/cluster-api@v1.14.2"
+const CAPIModule = "sigs.k8s.io/cluster-api@v1.14.2"
 
 // mhcCRDFiles are the CRDs of the -mhc run beyond the Cluster's, relative to
 // Cluster API's module root.
@@ -29,14 +29,14 @@ var mhcCRDFiles = []string{
 
 // GroupVersionKinds of the objects the -mhc run creates and watches.
 var (
-	machineGVK = schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Machine"}
-	mhcGVK     = schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "MachineHealthCheck"}
-	clusterGVK = schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Cluster"}
+	MachineGVK = schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Machine"}
+	MHCGVK     = schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "MachineHealthCheck"}
+	ClusterGVK = schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Cluster"}
 )
 
-// moduleDir returns the directory of mod (path@version) in the module
+// ModuleDir returns the directory of mod (path@version) in the module
 // cache, downloading it if needed (as clusterapi/conformance/run.sh does).
-func moduleDir(ctx context.Context, mod string) (string, error) {
+func ModuleDir(ctx context.Context, mod string) (string, error) {
 	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", mod)
 	cmd.Dir = "/"
 	var out bytes.Buffer
@@ -51,10 +51,10 @@ func moduleDir(ctx context.Context, mod string) (string, error) {
 	return m.Dir, nil
 }
 
-// loadV1beta2CRD reads a Cluster API CRD and keeps only its v1beta2
+// LoadV1beta2CRD reads a Cluster API CRD and keeps only its v1beta2
 // version: nothing in the run reads v1beta1, and without a conversion
 // webhook the two would not convert.
-func loadV1beta2CRD(path string) (*unstructured.Unstructured, error) {
+func LoadV1beta2CRD(path string) (*unstructured.Unstructured, error) {
 	crd, err := readYAML(path)
 	if err != nil {
 		return nil, err
@@ -72,19 +72,19 @@ func loadV1beta2CRD(path string) (*unstructured.Unstructured, error) {
 	return nil, fmt.Errorf("%s: no v1beta2 version", path)
 }
 
-// mhcObjects creates what the MachineHealthCheck reconciler checks, on a
+// MHCObjects creates what the MachineHealthCheck reconciler checks, on a
 // fleet without objects: the Machine and MachineHealthCheck CRDs, the
 // InfrastructureReady condition on every Cluster (the reconciler evaluates
 // a Machine only then), and per Cluster `machines` Nodes in its workload
 // apiserver and as many Machines (label cluster.x-k8s.io/cluster-name,
 // spec.providerID and status.nodeRef naming the Node).
-func mhcObjects(ctx context.Context, f *fleet, capiDir string, machines int) error {
+func MHCObjects(ctx context.Context, f *Fleet, capiDir string, machines int) error {
 	for _, file := range mhcCRDFiles {
-		crd, err := loadV1beta2CRD(filepath.Join(capiDir, file))
+		crd, err := LoadV1beta2CRD(filepath.Join(capiDir, file))
 		if err != nil {
 			return err
 		}
-		if err := installCRD(ctx, f.mgmt, crd); err != nil {
+		if err := InstallCRD(ctx, f.Mgmt, crd); err != nil {
 			return err
 		}
 	}
@@ -97,14 +97,14 @@ func mhcObjects(ctx context.Context, f *fleet, capiDir string, machines int) err
 		workload[i] = c
 	}
 	return forEachCluster(f, func(i int, name string) error {
-		if err := markInfrastructureReady(ctx, f.mgmt, name); err != nil {
+		if err := markInfrastructureReady(ctx, f.Mgmt, name); err != nil {
 			return err
 		}
 		for j := range machines {
 			if err := createNode(ctx, workload[i%len(workload)], name, j); err != nil {
 				return err
 			}
-			if err := createMachine(ctx, f.mgmt, name, j); err != nil {
+			if err := createMachine(ctx, f.Mgmt, name, j); err != nil {
 				return err
 			}
 		}
@@ -113,9 +113,9 @@ func mhcObjects(ctx context.Context, f *fleet, capiDir string, machines int) err
 }
 
 // forEachCluster runs fn for every cluster of f, growWorkers at once.
-func forEachCluster(f *fleet, fn func(i int, name string) error) error {
+func forEachCluster(f *Fleet, fn func(i int, name string) error) error {
 	errs := make(chan error, len(f.Names))
-	sem := make(chan struct{}, growWorkers)
+	sem := make(chan struct{}, GrowWorkers)
 	for i, name := range f.Names {
 		sem <- struct{}{}
 		go func() {
@@ -132,17 +132,17 @@ func forEachCluster(f *fleet, fn func(i int, name string) error) error {
 	return first
 }
 
-// nodeName and machineName name cluster's j-th Node and Machine.
-func nodeName(cluster string, j int) string    { return fmt.Sprintf("%s-node-%d", cluster, j) }
-func machineName(cluster string, j int) string { return fmt.Sprintf("%s-machine-%d", cluster, j) }
-func providerID(cluster string, j int) string  { return fmt.Sprintf("bench:///%s/%d", cluster, j) }
+// NodeName and MachineName name cluster's j-th Node and Machine.
+func NodeName(cluster string, j int) string    { return fmt.Sprintf("%s-node-%d", cluster, j) }
+func MachineName(cluster string, j int) string { return fmt.Sprintf("%s-machine-%d", cluster, j) }
+func ProviderID(cluster string, j int) string  { return fmt.Sprintf("bench:///%s/%d", cluster, j) }
 
 // markInfrastructureReady adds the v1beta2 InfrastructureReady condition
 // to the Cluster's status (startFleet sets ControlPlaneInitialized).
 func markInfrastructureReady(ctx context.Context, c client.Client, name string) error {
 	cluster := &unstructured.Unstructured{}
-	cluster.SetGroupVersionKind(clusterGVK)
-	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, cluster); err != nil {
+	cluster.SetGroupVersionKind(ClusterGVK)
+	if err := c.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: name}, cluster); err != nil {
 		return fmt.Errorf("getting Cluster %s: %w", name, err)
 	}
 	conds, _, _ := unstructured.NestedSlice(cluster.Object, "status", "conditions")
@@ -159,8 +159,8 @@ func markInfrastructureReady(ctx context.Context, c client.Client, name string) 
 
 // createNode creates cluster's j-th Node, Ready.
 func createNode(ctx context.Context, c client.Client, cluster string, j int) error {
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName(cluster, j)},
-		Spec: corev1.NodeSpec{ProviderID: providerID(cluster, j)}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: NodeName(cluster, j)},
+		Spec: corev1.NodeSpec{ProviderID: ProviderID(cluster, j)}}
 	if err := c.Create(ctx, node); err != nil {
 		return fmt.Errorf("creating Node %s: %w", node.Name, err)
 	}
@@ -172,33 +172,33 @@ func createNode(ctx context.Context, c client.Client, cluster string, j int) err
 	return nil
 }
 
-// machineObject is cluster's j-th Machine: its Node's providerID, a
+// MachineObject is cluster's j-th Machine: its Node's providerID, a
 // bootstrap data Secret name, its BenchMachine (infraMachineObject) as the
 // infrastructure reference.
-func machineObject(cluster string, j int) *unstructured.Unstructured {
+func MachineObject(cluster string, j int) *unstructured.Unstructured {
 	m := &unstructured.Unstructured{Object: map[string]any{
-		"metadata": map[string]any{"namespace": namespace, "name": machineName(cluster, j),
-			"labels": map[string]any{clusterNameLabel: cluster}},
+		"metadata": map[string]any{"namespace": Namespace, "name": MachineName(cluster, j),
+			"labels": map[string]any{ClusterNameLabel: cluster}},
 		"spec": map[string]any{
 			"clusterName": cluster,
 			"bootstrap":   map[string]any{"dataSecretName": cluster + "-bootstrap"},
-			"infrastructureRef": map[string]any{"apiGroup": infraMachineGVK.Group,
-				"kind": infraMachineGVK.Kind, "name": machineName(cluster, j)},
-			"providerID": providerID(cluster, j),
+			"infrastructureRef": map[string]any{"apiGroup": InfraMachineGVK.Group,
+				"kind": InfraMachineGVK.Kind, "name": MachineName(cluster, j)},
+			"providerID": ProviderID(cluster, j),
 		},
 	}}
-	m.SetGroupVersionKind(machineGVK)
+	m.SetGroupVersionKind(MachineGVK)
 	return m
 }
 
 // createMachine creates cluster's j-th Machine with its Node's reference
 // (-mhc: no Machine reconciler sets it).
 func createMachine(ctx context.Context, c client.Client, cluster string, j int) error {
-	m := machineObject(cluster, j)
+	m := MachineObject(cluster, j)
 	if err := c.Create(ctx, m); err != nil {
 		return fmt.Errorf("creating Machine %s: %w", m.GetName(), err)
 	}
-	if err := unstructured.SetNestedMap(m.Object, map[string]any{"nodeRef": map[string]any{"name": nodeName(cluster, j)}}, "status"); err != nil {
+	if err := unstructured.SetNestedMap(m.Object, map[string]any{"nodeRef": map[string]any{"name": NodeName(cluster, j)}}, "status"); err != nil {
 		return err
 	}
 	if err := c.Status().Update(ctx, m); err != nil {
@@ -207,53 +207,53 @@ func createMachine(ctx context.Context, c client.Client, cluster string, j int) 
 	return nil
 }
 
-// resetChecks prepares a run: it deletes every MachineHealthCheck, clears
+// ResetChecks prepares a run: it deletes every MachineHealthCheck, clears
 // the Machines' conditions (what the previous run set) and creates one
 // MachineHealthCheck per Cluster, named for the run, selecting all its
 // Machines.
-func resetChecks(ctx context.Context, f *fleet, run string) error {
+func ResetChecks(ctx context.Context, f *Fleet, run string) error {
 	mhc := &unstructured.Unstructured{}
-	mhc.SetGroupVersionKind(mhcGVK)
-	if err := f.mgmt.DeleteAllOf(ctx, mhc, client.InNamespace(namespace)); err != nil {
+	mhc.SetGroupVersionKind(MHCGVK)
+	if err := f.Mgmt.DeleteAllOf(ctx, mhc, client.InNamespace(Namespace)); err != nil {
 		return fmt.Errorf("deleting MachineHealthChecks: %w", err)
 	}
 	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(machineGVK.GroupVersion().WithKind("MachineList"))
-	if err := f.mgmt.List(ctx, list, client.InNamespace(namespace)); err != nil {
+	list.SetGroupVersionKind(MachineGVK.GroupVersion().WithKind("MachineList"))
+	if err := f.Mgmt.List(ctx, list, client.InNamespace(Namespace)); err != nil {
 		return fmt.Errorf("listing Machines: %w", err)
 	}
 	for i := range list.Items {
 		m := &list.Items[i]
 		unstructured.RemoveNestedField(m.Object, "status", "conditions")
 		unstructured.RemoveNestedField(m.Object, "status", "deprecated")
-		if err := f.mgmt.Status().Update(ctx, m); err != nil {
+		if err := f.Mgmt.Status().Update(ctx, m); err != nil {
 			return fmt.Errorf("clearing Machine %s: %w", m.GetName(), err)
 		}
 	}
 	return forEachCluster(f, func(_ int, name string) error {
-		return f.mgmt.Create(ctx, mhcObject(name, run))
+		return f.Mgmt.Create(ctx, MHCObject(name, run))
 	})
 }
 
-// mhcObject is cluster's MachineHealthCheck for run: every Machine of the
+// MHCObject is cluster's MachineHealthCheck for run: every Machine of the
 // Cluster, a Node unhealthy after 5 min not Ready (Cluster API's
 // documented example).
-func mhcObject(cluster, run string) *unstructured.Unstructured {
+func MHCObject(cluster, run string) *unstructured.Unstructured {
 	cond := func(status string) map[string]any {
 		return map[string]any{"type": "Ready", "status": status, "timeoutSeconds": int64(300)}
 	}
 	m := &unstructured.Unstructured{Object: map[string]any{
-		"metadata": map[string]any{"namespace": namespace, "name": cluster + "-" + run},
+		"metadata": map[string]any{"namespace": Namespace, "name": cluster + "-" + run},
 		"spec": map[string]any{
 			"clusterName": cluster,
-			"selector":    map[string]any{"matchLabels": map[string]any{clusterNameLabel: cluster}},
+			"selector":    map[string]any{"matchLabels": map[string]any{ClusterNameLabel: cluster}},
 			"checks":      map[string]any{"unhealthyNodeConditions": []any{cond("Unknown"), cond("False")}},
 		},
 	}}
-	m.SetGroupVersionKind(mhcGVK)
+	m.SetGroupVersionKind(MHCGVK)
 	return m
 }
 
-// infraMachineGVK is the fleet's infrastructure machine kind (a CRD of
+// InfraMachineGVK is the fleet's infrastructure machine kind (a CRD of
 // the run's own, infraMachineCRD).
-var infraMachineGVK = schema.GroupVersionKind{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Kind: "BenchMachine"}
+var InfraMachineGVK = schema.GroupVersionKind{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Kind: "BenchMachine"}

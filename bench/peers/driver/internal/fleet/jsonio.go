@@ -1,4 +1,4 @@
-package main
+package fleet
 
 import (
 	"encoding/json"
@@ -8,8 +8,8 @@ import (
 	"strings"
 )
 
-// readJSON decodes file into v.
-func readJSON(file string, v any) error {
+// ReadJSON decodes file into v.
+func ReadJSON(file string, v any) error {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return err
@@ -20,15 +20,15 @@ func readJSON(file string, v any) error {
 	return nil
 }
 
-// writeJSON writes v as indented JSON to file, unless file is empty.
-func writeJSON(file string, v any) error {
-	return writeJSONAs(file, v, true)
+// WriteJSON writes v as indented JSON to file, unless file is empty.
+func WriteJSON(file string, v any) error {
+	return WriteJSONAs(file, v, true)
 }
 
-// writeJSONAs writes v to file, unless file is empty: indented, or compact
+// WriteJSONAs writes v to file, unless file is empty: indented, or compact
 // (a chaos run's report: an hour's series and fault histories stay under
 // the 1 MiB that make lint allows a tracked file).
-func writeJSONAs(file string, v any, indent bool) error {
+func WriteJSONAs(file string, v any, indent bool) error {
 	if file == "" {
 		return nil
 	}
@@ -48,8 +48,8 @@ func writeJSONAs(file string, v any, indent bool) error {
 	return nil
 }
 
-// machine names the CPU, core count and Go version.
-func machine() string {
+// Machine names the CPU, core count and Go version.
+func Machine() string {
 	cpu := "unknown CPU"
 	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for line := range strings.SplitSeq(string(data), "\n") {
@@ -62,4 +62,4 @@ func machine() string {
 	return fmt.Sprintf("%d vCPU %q, %s/%s, %s", runtime.NumCPU(), cpu, runtime.GOOS, runtime.GOARCH, runtime.Version())
 }
 
-func mib(b int64) float64 { return float64(b) / (1 << 20) }
+func MiB(b int64) float64 { return float64(b) / (1 << 20) }

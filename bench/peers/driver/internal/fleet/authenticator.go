@@ -1,4 +1,4 @@
-package main
+package fleet
 
 import (
 	"crypto/rand"
@@ -23,31 +23,31 @@ import (
 // the audit policy logs its requests.
 const rotationGroup = "bench:rotation"
 
-// identity is who a token authenticates: one cluster's credential of one
+// Identity is who a token authenticates: one cluster's credential of one
 // generation, for one peer's run.
-type identity struct {
+type Identity struct {
 	Peer, Cluster string
 	Gen           int
 }
 
-// username is the identity's name at the apiserver (and in its audit log).
-func (id identity) username() string {
+// Username is the identity's name at the apiserver (and in its audit log).
+func (id Identity) Username() string {
 	return fmt.Sprintf("rotation:%s:%s:%d", id.Peer, id.Cluster, id.Gen)
 }
 
-// parseUsername reverses username; ok is false for any other name.
-func parseUsername(name string) (id identity, ok bool) {
+// ParseUsername reverses username; ok is false for any other name.
+func ParseUsername(name string) (id Identity, ok bool) {
 	parts := strings.Split(name, ":")
 	if len(parts) != 4 || parts[0] != "rotation" {
-		return identity{}, false
+		return Identity{}, false
 	}
 	if _, err := fmt.Sscan(parts[3], &id.Gen); err != nil {
-		return identity{}, false
+		return Identity{}, false
 	}
-	return identity{Peer: parts[1], Cluster: parts[2], Gen: id.Gen}, true
+	return Identity{Peer: parts[1], Cluster: parts[2], Gen: id.Gen}, true
 }
 
-// authenticator is the workload apiservers' token authenticator: a
+// Authenticator is the workload apiservers' token authenticator: a
 // TokenReview webhook (kube-apiserver's
 // --authentication-token-webhook-config-file) served on 127.0.0.1. Unlike
 // --token-auth-file, which the apiserver reads once at start, it accepts
@@ -55,77 +55,77 @@ func parseUsername(name string) (id identity, ok bool) {
 // (after the apiserver's caches expire: its webhook cache, set to
 // webhookCacheTTL, and its token-success cache of 10 s, which no flag
 // changes). Each token is a fresh random value.
-type authenticator struct {
+type Authenticator struct {
 	ln  net.Listener
 	srv *http.Server
 
 	mu       sync.Mutex
-	valid    map[string]identity
-	revoked  map[string]identity
+	Valid    map[string]Identity
+	Revoked  map[string]Identity
 	accepted uint64 // reviews answered authenticated
 	refused  uint64 // reviews of revoked or unknown tokens
 }
 
-// webhookCacheTTL is the apiservers' --authentication-token-webhook-cache-ttl.
-const webhookCacheTTL = time.Second
+// WebhookCacheTTL is the apiservers' --authentication-token-webhook-cache-ttl.
+const WebhookCacheTTL = time.Second
 
-// startAuthenticator serves the webhook on a free port of 127.0.0.1.
-func startAuthenticator() (*authenticator, error) {
+// StartAuthenticator serves the webhook on a free port of 127.0.0.1.
+func StartAuthenticator() (*Authenticator, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	a := &authenticator{ln: ln, valid: map[string]identity{}, revoked: map[string]identity{}}
+	a := &Authenticator{ln: ln, Valid: map[string]Identity{}, Revoked: map[string]Identity{}}
 	a.srv = &http.Server{Handler: http.HandlerFunc(a.review), ReadHeaderTimeout: 10 * time.Second}
 	go a.srv.Serve(ln)
 	return a, nil
 }
 
-// close stops serving.
-func (a *authenticator) close() { a.srv.Close() }
+// Close stops serving.
+func (a *Authenticator) Close() { a.srv.Close() }
 
-// issue returns a new token for id, valid until revoked.
-func (a *authenticator) issue(id identity) string {
+// Issue returns a new token for id, valid until revoked.
+func (a *Authenticator) Issue(id Identity) string {
 	b := make([]byte, 24)
 	rand.Read(b)
 	tok := hex.EncodeToString(b)
 	a.mu.Lock()
-	a.valid[tok] = id
+	a.Valid[tok] = id
 	a.mu.Unlock()
 	return tok
 }
 
-// revoke makes every token whose identity matches refused from now on.
-func (a *authenticator) revoke(match func(identity) bool) int {
+// Revoke makes every token whose identity matches refused from now on.
+func (a *Authenticator) Revoke(match func(Identity) bool) int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	n := 0
-	for tok, id := range a.valid {
+	for tok, id := range a.Valid {
 		if match(id) {
-			delete(a.valid, tok)
-			a.revoked[tok] = id
+			delete(a.Valid, tok)
+			a.Revoked[tok] = id
 			n++
 		}
 	}
 	return n
 }
 
-// counts returns the reviews answered so far: accepted, refused.
-func (a *authenticator) counts() (accepted, refused uint64) {
+// Counts returns the reviews answered so far: accepted, refused.
+func (a *Authenticator) Counts() (accepted, refused uint64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.accepted, a.refused
 }
 
 // review answers one TokenReview.
-func (a *authenticator) review(w http.ResponseWriter, r *http.Request) {
+func (a *Authenticator) review(w http.ResponseWriter, r *http.Request) {
 	var tr authnv1.TokenReview
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&tr); err != nil {
 		http.Error(w, "bad TokenReview", http.StatusBadRequest)
 		return
 	}
 	a.mu.Lock()
-	id, ok := a.valid[tr.Spec.Token]
+	id, ok := a.Valid[tr.Spec.Token]
 	if ok {
 		a.accepted++
 	} else {
@@ -136,15 +136,15 @@ func (a *authenticator) review(w http.ResponseWriter, r *http.Request) {
 	out.APIVersion, out.Kind = authnv1.SchemeGroupVersion.String(), "TokenReview"
 	if ok {
 		out.Status = authnv1.TokenReviewStatus{Authenticated: true, User: authnv1.UserInfo{
-			Username: id.username(), UID: id.username(), Groups: []string{"system:masters", rotationGroup}}}
+			Username: id.Username(), UID: id.Username(), Groups: []string{"system:masters", rotationGroup}}}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(out)
 }
 
-// webhookKubeconfig writes the kubeconfig kube-apiserver reads to reach the
+// WebhookKubeconfig writes the kubeconfig kube-apiserver reads to reach the
 // authenticator (plain HTTP on loopback) into dir.
-func (a *authenticator) webhookKubeconfig(dir string) (string, error) {
+func (a *Authenticator) WebhookKubeconfig(dir string) (string, error) {
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["authn"] = &clientcmdapi.Cluster{Server: "http://" + a.ln.Addr().String() + "/"}
 	kc.AuthInfos["apiserver"] = &clientcmdapi.AuthInfo{}
@@ -170,11 +170,11 @@ rules:
 - level: Metadata
 `
 
-// rotationAPIServers returns the hook that makes workload apiserver i
+// RotationAPIServers returns the hook that makes workload apiserver i
 // authenticate bearer tokens through a and write its audit log to
 // auditLogs[i] (files in dir).
-func rotationAPIServers(a *authenticator, dir string, k int) (configure func(int, *envtest.Environment), auditLogs []string, err error) {
-	webhook, err := a.webhookKubeconfig(dir)
+func RotationAPIServers(a *Authenticator, dir string, k int) (configure func(int, *envtest.Environment), auditLogs []string, err error) {
+	webhook, err := a.WebhookKubeconfig(dir)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -189,7 +189,7 @@ func rotationAPIServers(a *authenticator, dir string, k int) (configure func(int
 		env.ControlPlane.GetAPIServer().Configure().
 			Append("authentication-token-webhook-config-file", webhook).
 			Append("authentication-token-webhook-version", "v1").
-			Append("authentication-token-webhook-cache-ttl", webhookCacheTTL.String()).
+			Append("authentication-token-webhook-cache-ttl", WebhookCacheTTL.String()).
 			Append("audit-policy-file", policy).
 			Append("audit-log-path", auditLogs[i]).
 			Append("audit-log-mode", "blocking")

@@ -1,9 +1,9 @@
-package main
+package fleet
 
 import "time"
 
-// config is what every run shares.
-type config struct {
+// Config is what every run shares.
+type Config struct {
 	Clusters int           `json:"clusters"`
 	Objects  int           `json:"objects_per_cluster"`
 	Workers  int           `json:"workers"`

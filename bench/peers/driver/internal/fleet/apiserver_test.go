@@ -1,4 +1,4 @@
-package main
+package fleet
 
 import (
 	"context"
@@ -17,20 +17,20 @@ import (
 // on the same port with its data (etcd's).
 func TestAPIServerProcStopsAndRestarts(t *testing.T) {
 	ctx := t.Context()
-	root, err := repoRoot()
+	root, err := RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := startFleet(ctx, root, 0, 1, 0)
+	f, err := Start(ctx, root, 0, 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.stop()
-	p, err := findAPIServer(f.Workload[0])
+	defer f.Stop()
+	p, err := FindAPIServer(f.Workload[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.close()
+	defer p.Close()
 	cfg := rest.CopyConfig(f.Workload[0])
 	cfg.Timeout = 2 * time.Second
 	c, err := client.New(cfg, client.Options{})
@@ -42,25 +42,25 @@ func TestAPIServerProcStopsAndRestarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	get := func() error { return c.Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}) }
-	if err := p.signal(syscall.SIGSTOP); err != nil {
+	if err := p.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	if err := get(); err == nil {
 		t.Fatal("a stopped apiserver answered")
 	}
-	if err := p.signal(syscall.SIGCONT); err != nil {
+	if err := p.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	if err := eventually(get); err != nil {
 		t.Fatalf("after SIGCONT: %v", err)
 	}
-	if err := p.kill(); err != nil {
+	if err := p.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	if err := get(); err == nil {
 		t.Fatal("a killed apiserver answered")
 	}
-	if err := p.start(ctx); err != nil {
+	if err := p.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := eventually(get); err != nil {

@@ -1,4 +1,4 @@
-package main
+package fleet
 
 import (
 	"errors"
@@ -9,16 +9,16 @@ import (
 	"strings"
 )
 
-// flagSet reports whether flag name was given on the command line.
-func flagSet(fs *flag.FlagSet, name string) bool {
+// FlagGiven reports whether flag name was given on the command line.
+func FlagGiven(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
 }
 
-// binFlag parses a repeatable NAME=BINARY flag (-peer, -mhc-peer) into
+// BinFlag parses a repeatable NAME=BINARY flag (-peer, -mhc-peer) into
 // dst: programs given, not built, by the name they run under.
-func binFlag(dst *map[string]string) func(string) error {
+func BinFlag(dst *map[string]string) func(string) error {
 	return func(v string) error {
 		name, bin, ok := strings.Cut(v, "=")
 		if !ok || name == "" || bin == "" {
@@ -32,12 +32,12 @@ func binFlag(dst *map[string]string) func(string) error {
 	}
 }
 
-// cachesFlag parses a -…-caches flag into dst: ClusterCaches by name,
+// CachesFlag parses a -…-caches flag into dst: ClusterCaches by name,
 // "stock" or "adapter", comma-separated, in run order.
-func cachesFlag(dst *[]string) func(string) error {
+func CachesFlag(dst *[]string) func(string) error {
 	return func(v string) error {
 		caches := strings.Split(v, ",")
-		if err := checkCaches(caches, nil); err != nil {
+		if err := CheckCaches(caches, nil); err != nil {
 			return err
 		}
 		*dst = caches
@@ -45,9 +45,9 @@ func cachesFlag(dst *[]string) func(string) error {
 	}
 }
 
-// checkCaches fails unless every cache is "stock", "adapter" or a name
+// CheckCaches fails unless every cache is "stock", "adapter" or a name
 // of peers.
-func checkCaches(caches []string, peers map[string]string) error {
+func CheckCaches(caches []string, peers map[string]string) error {
 	known := []string{"stock", "adapter"}
 	known = append(known, slices.Sorted(maps.Keys(peers))...)
 	for _, c := range caches {

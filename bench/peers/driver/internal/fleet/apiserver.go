@@ -1,4 +1,4 @@
-package main
+package fleet
 
 import (
 	"bytes"
@@ -21,10 +21,10 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// apiserverProc is one of the fleet's kube-apiservers as a process: the
+// APIServerProc is one of the fleet's kube-apiservers as a process: the
 // chaos run stops, continues, kills and starts it again (same command
 // line: same port, certificates and etcd, whose data survives).
-type apiserverProc struct {
+type APIServerProc struct {
 	host string // host:port, for /readyz
 	ca   []byte // the CA of its serving certificate (rest.Config.CAData)
 	path string
@@ -37,9 +37,9 @@ type apiserverProc struct {
 	stopped bool          // SIGSTOPped
 }
 
-// findAPIServer finds the kube-apiserver child of this process serving
+// FindAPIServer finds the kube-apiserver child of this process serving
 // cfg.Host.
-func findAPIServer(cfg *rest.Config) (*apiserverProc, error) {
+func FindAPIServer(cfg *rest.Config) (*APIServerProc, error) {
 	host := hostOf(cfg.Host)
 	u, err := url.Parse("https://" + host)
 	if err != nil {
@@ -52,7 +52,7 @@ func findAPIServer(cfg *rest.Config) (*apiserverProc, error) {
 	}
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil || parentOf(pid) != os.Getpid() {
+		if err != nil || ParentOf(pid) != os.Getpid() {
 			continue
 		}
 		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
@@ -61,7 +61,7 @@ func findAPIServer(cfg *rest.Config) (*apiserverProc, error) {
 		}
 		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
 		if len(args) > 1 && filepath.Base(args[0]) == "kube-apiserver" && containsArg(args[1:], flag) {
-			return &apiserverProc{host: host, ca: cfg.CAData, path: args[0], args: args[1:], pid: pid}, nil
+			return &APIServerProc{host: host, ca: cfg.CAData, path: args[0], args: args[1:], pid: pid}, nil
 		}
 	}
 	return nil, fmt.Errorf("no kube-apiserver child serving %s", host)
@@ -76,8 +76,8 @@ func containsArg(args []string, a string) bool {
 	return false
 }
 
-// parentOf is pid's parent pid (0 if unknown).
-func parentOf(pid int) int {
+// ParentOf is pid's parent pid (0 if unknown).
+func ParentOf(pid int) int {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0
@@ -92,8 +92,8 @@ func parentOf(pid int) int {
 	return ppid
 }
 
-// signal sends sig to the apiserver.
-func (a *apiserverProc) signal(sig syscall.Signal) error {
+// Signal sends sig to the apiserver.
+func (a *APIServerProc) Signal(sig syscall.Signal) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if sig == syscall.SIGSTOP || sig == syscall.SIGCONT {
@@ -142,8 +142,8 @@ func allStopped(pid int) bool {
 	return true
 }
 
-// kill kills the apiserver and waits until it is gone.
-func (a *apiserverProc) kill() error {
+// Kill kills the apiserver and waits until it is gone.
+func (a *APIServerProc) Kill() error {
 	a.mu.Lock()
 	pid, exited := a.pid, a.exited
 	a.stopped = false
@@ -161,7 +161,7 @@ func (a *apiserverProc) kill() error {
 				return fmt.Errorf("kube-apiserver %d did not exit", pid)
 			}
 		}
-		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil || parentOf(pid) != os.Getpid() {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil || ParentOf(pid) != os.Getpid() {
 			return nil // reaped by envtest
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -169,9 +169,9 @@ func (a *apiserverProc) kill() error {
 	return fmt.Errorf("kube-apiserver %d did not exit", pid)
 }
 
-// start starts the apiserver again with its command line and waits until
+// Start starts the apiserver again with its command line and waits until
 // it is ready (2 minutes at most).
-func (a *apiserverProc) start(ctx context.Context) error {
+func (a *APIServerProc) Start(ctx context.Context) error {
 	cmd := exec.Command(a.path, a.args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -213,9 +213,9 @@ func waitReady(ctx context.Context, host string, ca []byte, exited <-chan struct
 	return fmt.Errorf("kube-apiserver %s not ready after 2 minutes", host)
 }
 
-// close continues a stopped apiserver and stops one this run started (an
+// Close continues a stopped apiserver and stops one this run started (an
 // envtest-started one is envtest's to stop).
-func (a *apiserverProc) close() {
+func (a *APIServerProc) Close() {
 	a.mu.Lock()
 	cmd, exited, stopped, pid := a.cmd, a.exited, a.stopped, a.pid
 	a.mu.Unlock()
@@ -232,4 +232,13 @@ func (a *apiserverProc) close() {
 		cmd.Process.Kill()
 		<-exited
 	}
+}
+
+// hostOf is a URL's host:port.
+func hostOf(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return u
+	}
+	return p.Host
 }
