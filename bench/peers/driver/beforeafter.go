@@ -139,7 +139,7 @@ func runBeforeAfter(_ context.Context, o options, _ string, out io.Writer) error
 	if err := writeBeforeAfter(out, rep, filepath.Base(o.ba.Dir)); err != nil {
 		return err
 	}
-	return fleet.WriteJSON(o.jsonOut, rep)
+	return fleet.WriteJSON(o.JSONOut, rep)
 }
 
 // readTrees reads which trees were compared from file: a line

@@ -24,21 +24,21 @@ func TestPeerInBenchPeersRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"cct", "clustercache", "clusterpool", "before"}; !reflect.DeepEqual(o.strategies, want) {
-		t.Fatalf("strategies %v, want %v", o.strategies, want)
+	if want := []string{"cct", "clustercache", "clusterpool", "before"}; !reflect.DeepEqual(o.Strategies, want) {
+		t.Fatalf("strategies %v, want %v", o.Strategies, want)
 	}
-	o.strategies = []string{"before"} // the others would be built
+	o.Strategies = []string{"before"} // the others would be built
 	bins, err := buildPeers(context.Background(), t.TempDir(), o)
 	if err != nil || bins["before"] != "/before/clusterpool" {
 		t.Fatalf("buildPeers: %v, %v", bins, err)
 	}
 	var ran []fleet.Scenario
-	for _, sc := range fleet.Scenarios(o.t) {
+	for _, sc := range fleet.Scenarios(o.Timing) {
 		if o.run.MatchString(sc.Name) {
 			ran = append(ran, sc)
 		}
 	}
-	rep := report{Config: o.cfg, Results: []result{{Scenario: "dead", Strategy: "before"}}}
+	rep := report{Config: o.Cfg, Results: []result{{Scenario: "dead", Strategy: "before"}}}
 	var out bytes.Buffer
 	if err := modelCheck(context.Background(), o, ran, &rep, &out); err != nil {
 		t.Fatalf("model check with a -peer result: %v", err)
@@ -161,7 +161,7 @@ func TestBeforeAfterReport(t *testing.T) {
 	})
 	jsonFile := filepath.Join(t.TempDir(), "ba.json")
 	var out bytes.Buffer
-	o := options{ba: beforeAfterOptions{Dir: dir}, jsonOut: jsonFile}
+	o := options{Shared: &fleet.Shared{JSONOut: jsonFile}, ba: beforeAfterOptions{Dir: dir}}
 	if err := runBeforeAfter(context.Background(), o, "", &out); err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func TestBeforeAfterReport(t *testing.T) {
 // A bar whose raw output is missing says so instead of failing the report.
 func TestBeforeAfterMissing(t *testing.T) {
 	var out bytes.Buffer
-	if err := runBeforeAfter(context.Background(), options{ba: beforeAfterOptions{Dir: t.TempDir()}}, "", &out); err != nil {
+	if err := runBeforeAfter(context.Background(), options{Shared: &fleet.Shared{}, ba: beforeAfterOptions{Dir: t.TempDir()}}, "", &out); err != nil {
 		t.Fatal(err)
 	}
 	if n := strings.Count(out.String(), "No figures: not run."); n != len(baSources) {

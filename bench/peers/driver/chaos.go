@@ -85,7 +85,7 @@ func (o *options) chaosDefaults(fs *flag.FlagSet) error {
 	co := &o.chaos
 	if co.Short {
 		co.On, co.Duration, co.Machines = true, 3*time.Minute, 2
-		o.cfg.Clusters, o.apiservers = 30, 3
+		o.Cfg.Clusters, o.APIServers = 30, 3
 		if !fleet.FlagGiven(fs, "chaos-caches") {
 			co.Caches = []string{"adapter"}
 		}
@@ -94,10 +94,10 @@ func (o *options) chaosDefaults(fs *flag.FlagSet) error {
 		return nil
 	}
 	if !co.Short && !fleet.FlagGiven(fs, "clusters") {
-		o.cfg.Clusters = 100
+		o.Cfg.Clusters = 100
 	}
 	if !co.Short && !fleet.FlagGiven(fs, "apiservers") {
-		o.apiservers = 4
+		o.APIServers = 4
 	}
 	if len(co.Caches) == 0 {
 		co.Caches = []string{"adapter", "stock"}
@@ -240,8 +240,8 @@ func runChaosMode(ctx context.Context, o options, root string, out io.Writer) er
 		return err
 	}
 	start := time.Now()
-	rep := chaosReport{Date: start.UTC().Format(time.RFC3339), Machine: fleet.Machine(), Clusters: o.cfg.Clusters, APIServers: o.apiservers,
-		Options: co, Schedule: chaosSchedule(co.Seed, o.cfg.Clusters, o.apiservers, co.Duration)}
+	rep := chaosReport{Date: start.UTC().Format(time.RFC3339), Machine: fleet.Machine(), Clusters: o.Cfg.Clusters, APIServers: o.APIServers,
+		Options: co, Schedule: chaosSchedule(co.Seed, o.Cfg.Clusters, o.APIServers, co.Duration)}
 	for _, cache := range co.Caches {
 		b := boundFor(cache)
 		fmt.Fprintf(os.Stderr, "bench-chaos: %s, %d faults over %s (seed %d); bound on time back %.0f s: %s; after a management restart %.0f s: %s\n",
@@ -260,7 +260,7 @@ func runChaosMode(ctx context.Context, o options, root string, out io.Writer) er
 	if err := writeChaos(out, rep); err != nil {
 		return err
 	}
-	if err := fleet.WriteJSONAs(o.jsonOut, rep, false); err != nil {
+	if err := fleet.WriteJSONAs(o.JSONOut, rep, false); err != nil {
 		return err
 	}
 	if co.Short {

@@ -80,8 +80,8 @@ func runChaos(ctx context.Context, s chaosSetup) ([]chaosResult, error) {
 			Append("authentication-token-webhook-cache-ttl", fleet.WebhookCacheTTL.String())
 	}
 	fmt.Fprintf(os.Stderr, "bench-chaos: starting %d workload apiservers and %d management apiservers (%s), %d Clusters × %d Machines\n",
-		s.o.apiservers, len(s.caches), strings.Join(s.caches, ", "), s.o.cfg.Clusters, s.o.chaos.Machines)
-	fleets, err := startPlaneFleets(ctx, s.root, s.o.apiservers, len(s.caches), configure)
+		s.o.APIServers, len(s.caches), strings.Join(s.caches, ", "), s.o.Cfg.Clusters, s.o.chaos.Machines)
+	fleets, err := startPlaneFleets(ctx, s.root, s.o.APIServers, len(s.caches), configure)
 	if err != nil {
 		return nil, err
 	}
@@ -163,16 +163,16 @@ func (r *chaosRun) prepare(ctx context.Context, fleets []*fleet.Fleet, a *fleet.
 		}
 		r.workload = append(r.workload, p)
 	}
-	errs := make(chan error, r.o.cfg.Clusters)
+	errs := make(chan error, r.o.Cfg.Clusters)
 	sem := make(chan struct{}, fleet.GrowWorkers)
-	for i := range r.o.cfg.Clusters {
+	for i := range r.o.Cfg.Clusters {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem }()
 			errs <- cf.create(ctx, i, i%len(cf.Workload), 1)
 		}()
 	}
-	for range r.o.cfg.Clusters {
+	for range r.o.Cfg.Clusters {
 		if err := <-errs; err != nil {
 			return err
 		}
@@ -230,7 +230,7 @@ func (r *chaosRun) run(ctx context.Context) ([]chaosResult, error) {
 	}
 	r.play(ctx)
 	fmt.Fprintf(os.Stderr, "bench-chaos: every fault ended after %s; judging\n", time.Since(r.t0).Round(time.Second))
-	restoreErr := r.cf.restore(ctx, r.o.cfg.Clusters, minRecreateGap)
+	restoreErr := r.cf.restore(ctx, r.o.Cfg.Clusters, minRecreateGap)
 	restored := time.Now()
 	results := make([]chaosResult, len(r.sides))
 	onAll(ctx, r.sides, func(ctx context.Context, s *chaosSide) error {

@@ -299,8 +299,8 @@ func TestChaosShortKeepsAnExplicitSeed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if o.chaos.Seed != tc.want || o.chaos.Duration != 3*time.Minute || o.cfg.Clusters != 30 {
-				t.Errorf("seed %d, duration %v, clusters %d; want seed %d, 3m0s, 30", o.chaos.Seed, o.chaos.Duration, o.cfg.Clusters, tc.want)
+			if o.chaos.Seed != tc.want || o.chaos.Duration != 3*time.Minute || o.Cfg.Clusters != 30 {
+				t.Errorf("seed %d, duration %v, clusters %d; want seed %d, 3m0s, 30", o.chaos.Seed, o.chaos.Duration, o.Cfg.Clusters, tc.want)
 			}
 		})
 	}

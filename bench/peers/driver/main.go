@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -23,21 +22,17 @@ import (
 
 // options are the command line.
 type options struct {
-	cfg        fleet.Config
-	t          fleet.Timing
-	apiservers int
-	strategies []string
-	run        *regexp.Regexp
-	scale      float64
-	jsonOut    string
-	modelFrom  string
-	smoke      bool
-	scaleRun   scaleOptions
-	scaleFrom  string
-	rotation   rotationOptions
-	mhc        mhcOptions
-	chaos      chaosOptions
-	ba         beforeAfterOptions
+	*fleet.Shared
+	run       *regexp.Regexp
+	scale     float64
+	modelFrom string
+	smoke     bool
+	scaleRun  scaleOptions
+	scaleFrom string
+	rotation  rotationOptions
+	mhc       mhcOptions
+	chaos     chaosOptions
+	ba        beforeAfterOptions
 }
 
 // report is the JSON written with -json (read by bench/plot).
@@ -77,29 +72,12 @@ func main() {
 
 func parseFlags(args []string) (options, error) {
 	var o options
-	var strategies, runExpr string
+	var runExpr string
 	fs := flag.NewFlagSet("driver", flag.ContinueOnError)
-	fs.IntVar(&o.cfg.Clusters, "clusters", 40, "Cluster objects (M)")
-	fs.IntVar(&o.apiservers, "apiservers", 3, "workload apiservers (K)")
-	fs.IntVar(&o.cfg.Objects, "objects", 20, "objects per cluster (N)")
-	fs.IntVar(&o.cfg.Workers, "workers", 10, "workload controller's MaxConcurrentReconciles")
-	fs.DurationVar(&o.cfg.Work, "work", 100*time.Millisecond, "least time a successful reconcile holds its worker (bench/sim's Work)")
-	fs.DurationVar(&o.cfg.Bucket, "bucket", 5*time.Second, "time series bucket")
-	fs.Uint64Var(&o.cfg.Seed, "seed", 1, "fault layout seed")
-	fs.Float64Var(&o.t.Fraction, "fraction", 0.2, "fraction of dead, recovering or flapping clusters")
-	fs.DurationVar(&o.t.Herd, "herd", 150*time.Second, "bound of the herd run")
-	fs.DurationVar(&o.t.Dead, "dead", 60*time.Second, "length of the dead run")
-	fs.DurationVar(&o.t.RecoverAt, "recover-at", 20*time.Second, "earliest recovery")
-	fs.DurationVar(&o.t.RecoverSpread, "recover-spread", time.Minute, "recoveries are spread over this (bench/sim's RecoverSpread)")
-	fs.DurationVar(&o.t.RecoverAfter, "recover-after", 90*time.Second, "bound of the recovery run after the last recovery")
-	fs.DurationVar(&o.t.Flap, "flap", 90*time.Second, "length of the flapping run")
-	fs.DurationVar(&o.t.FlapPeriod, "flap-period", 30*time.Second, "flapping clusters' up and down period")
-	fs.StringVar(&strategies, "strategies", "cct,clustercache,clusterpool", "peers to run, in order")
+	o.Shared = fleet.Flags(fs)
 	fs.StringVar(&runExpr, "run", ".", "regexp of the scenarios to run (herd, dead, recovery, flapping)")
 	fs.Float64Var(&o.scale, "model-scale", 0.1, "time scale of the bench/sim model runs (0.01 overshoots 100 ms of work by ≈ 20 %, 0.1 by ≈ 5 %)")
 	fs.StringVar(&o.modelFrom, "model-from", "", "run no peer: redo the model check against the real results in this -json file")
-	fs.StringVar(&o.jsonOut, "json", "", "write every figure, series and the model check to this file")
-	fs.BoolVar(&o.cfg.Timings, "timings", false, "the peers time their reconciles' phases and client-go's requests; printed after the real table")
 	sizes := scaleFlags(fs, &o.scaleRun)
 	rotationFlags(fs, &o.rotation)
 	mhcFlags(fs, &o.mhc)
@@ -111,14 +89,14 @@ func parseFlags(args []string) (options, error) {
 		return o, err
 	}
 	if o.smoke {
-		o.cfg.Clusters, o.apiservers, o.cfg.Objects, o.t.Fraction, o.t.Dead, runExpr = 4, 1, 3, 0.25, 10*time.Second, "^dead$"
+		o.Cfg.Clusters, o.APIServers, o.Cfg.Objects, o.Timing.Fraction, o.Timing.Dead, runExpr = 4, 1, 3, 0.25, 10*time.Second, "^dead$"
 	}
-	o.strategies = strings.Split(strategies, ",")
+	o.SplitStrategies()
 	var err error
 	if err := o.scaleStrategies(fs, *sizes); err != nil {
 		return o, err
 	}
-	if err := o.rotation.defaults(fs, &o.strategies); err != nil {
+	if err := o.rotation.defaults(fs, &o.Strategies); err != nil {
 		return o, err
 	}
 	if err := o.chaosDefaults(fs); err != nil {
@@ -130,10 +108,7 @@ func parseFlags(args []string) (options, error) {
 	if o.run, err = regexp.Compile(runExpr); err != nil {
 		return o, fmt.Errorf("-run: %w", err)
 	}
-	if o.cfg.Clusters < 1 || o.apiservers < 1 || o.cfg.Objects < 1 || o.cfg.Workers < 1 {
-		return o, errors.New("-clusters, -apiservers, -objects and -workers must be positive")
-	}
-	return o, nil
+	return o, o.Validate()
 }
 
 func run(ctx context.Context, o options, out io.Writer) error {
@@ -155,19 +130,19 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		return runRotation(ctx, o, bins, root, out)
 	}
 	start := time.Now()
-	fmt.Fprintf(os.Stderr, "bench-peers: starting %d apiservers, %d Clusters × %d objects\n", 1+o.apiservers, o.cfg.Clusters, o.cfg.Objects)
-	f, err := fleet.Start(ctx, root, o.cfg.Clusters, o.apiservers, o.cfg.Objects)
+	fmt.Fprintf(os.Stderr, "bench-peers: starting %d apiservers, %d Clusters × %d objects\n", 1+o.APIServers, o.Cfg.Clusters, o.Cfg.Objects)
+	f, err := fleet.Start(ctx, root, o.Cfg.Clusters, o.APIServers, o.Cfg.Objects)
 	if err != nil {
 		return err
 	}
 	defer f.Stop()
-	rep := report{Date: start.UTC().Format(time.RFC3339), Machine: fleet.Machine(), Config: o.cfg, APIServers: o.apiservers, ModelScale: o.scale}
+	rep := report{Date: start.UTC().Format(time.RFC3339), Machine: fleet.Machine(), Config: o.Cfg, APIServers: o.APIServers, ModelScale: o.scale}
 	ran, err := runScenarios(ctx, f, bins, o, &rep)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "Real peers on one fleet: %d Clusters (%d workload apiservers) × %d objects, %d workers, %s of work per reconcile; %s wall\n\n",
-		o.cfg.Clusters, o.apiservers, o.cfg.Objects, o.cfg.Workers, o.cfg.Work, time.Since(start).Round(time.Second))
+		o.Cfg.Clusters, o.APIServers, o.Cfg.Objects, o.Cfg.Workers, o.Cfg.Work, time.Since(start).Round(time.Second))
 	if err := writeReal(out, rep.Results); err != nil {
 		return err
 	}
@@ -177,11 +152,11 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if err := modelCheck(ctx, o, ran, &rep, out); err != nil {
 		return err
 	}
-	if err := fleet.WriteJSON(o.jsonOut, rep); err != nil {
+	if err := fleet.WriteJSON(o.JSONOut, rep); err != nil {
 		return err
 	}
 	if o.smoke {
-		return smokeCheck(rep.Results, len(o.strategies))
+		return smokeCheck(rep.Results, len(o.Strategies))
 	}
 	return nil
 }
@@ -209,15 +184,15 @@ func (o options) managerMode() func(context.Context, options, string, io.Writer)
 // adding the results to rep, and returns the scenarios it ran.
 func runScenarios(ctx context.Context, f *fleet.Fleet, bins map[string]string, o options, rep *report) ([]fleet.Scenario, error) {
 	var ran []fleet.Scenario
-	for _, sc := range fleet.Scenarios(o.t) {
+	for _, sc := range fleet.Scenarios(o.Timing) {
 		if !o.run.MatchString(sc.Name) {
 			continue
 		}
 		ran = append(ran, sc)
-		l := sc.Lay(o.cfg.Clusters, o.cfg.Seed)
-		for _, s := range o.strategies {
+		l := sc.Lay(o.Cfg.Clusters, o.Cfg.Seed)
+		for _, s := range o.Strategies {
 			fmt.Fprintf(os.Stderr, "bench-peers: %s on %s (≤ %s)\n", s, sc.Name, sc.Duration)
-			res, err := runPeer(ctx, f, bins[s], s, sc, l, o.cfg)
+			res, err := runPeer(ctx, f, bins[s], s, sc, l, o.Cfg)
 			if err != nil {
 				return nil, err
 			}
@@ -231,7 +206,7 @@ func runScenarios(ctx context.Context, f *fleet.Fleet, bins map[string]string, o
 // their binaries by name.
 func buildPeers(ctx context.Context, root string, o options) (map[string]string, error) {
 	bins := map[string]string{}
-	for _, s := range o.strategies {
+	for _, s := range o.Strategies {
 		if bin, ok := o.scaleRun.Extra[s]; ok {
 			bins[s] = bin
 			continue
@@ -273,7 +248,7 @@ func remodel(ctx context.Context, o options, out io.Writer) error {
 		return err
 	}
 	var ran []fleet.Scenario
-	for _, sc := range fleet.Scenarios(o.t) {
+	for _, sc := range fleet.Scenarios(o.Timing) {
 		if o.run.MatchString(sc.Name) {
 			ran = append(ran, sc)
 		}
@@ -286,7 +261,7 @@ func remodel(ctx context.Context, o options, out io.Writer) error {
 	if err := modelCheck(ctx, o, ran, &rep, out); err != nil {
 		return err
 	}
-	return fleet.WriteJSON(o.jsonOut, rep)
+	return fleet.WriteJSON(o.JSONOut, rep)
 }
 
 // smokeCheck fails unless every peer ran and reconciled healthy objects,
@@ -325,10 +300,10 @@ func (o *options) scaleStrategies(fs *flag.FlagSet, sizes string) error {
 		return err
 	}
 	if len(o.scaleRun.Sizes) > 0 && !fleet.FlagGiven(fs, "strategies") {
-		o.strategies = []string{"floor", "clusterpool", "clustercache", "cct"}
+		o.Strategies = []string{"floor", "clusterpool", "clustercache", "cct"}
 	}
 	for name := range o.scaleRun.Extra {
-		o.strategies = append(o.strategies, name)
+		o.Strategies = append(o.Strategies, name)
 	}
 	return nil
 }

@@ -122,8 +122,8 @@ func runMHC(ctx context.Context, o options, root string, out io.Writer) error {
 		return err
 	}
 	start := time.Now()
-	fmt.Fprintf(os.Stderr, "bench-mhc: starting %d apiservers, %d Clusters × %d Machines\n", 1+o.apiservers, o.cfg.Clusters, mo.Machines)
-	f, err := fleet.Start(ctx, root, o.cfg.Clusters, o.apiservers, 0)
+	fmt.Fprintf(os.Stderr, "bench-mhc: starting %d apiservers, %d Clusters × %d Machines\n", 1+o.APIServers, o.Cfg.Clusters, mo.Machines)
+	f, err := fleet.Start(ctx, root, o.Cfg.Clusters, o.APIServers, 0)
 	if err != nil {
 		return err
 	}
@@ -135,9 +135,9 @@ func runMHC(ctx context.Context, o options, root string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	l := mhcLayout(o.cfg.Clusters, o.cfg.Seed, o.t.Fraction, mo.Flapping, mo.Period, mo.Duration)
-	rep := mhcReport{Date: start.UTC().Format(time.RFC3339), Machine: fleet.Machine(), Clusters: o.cfg.Clusters, APIServers: o.apiservers,
-		Seed: o.cfg.Seed, Dead: o.t.Fraction, Flapping: mo.Flapping, Period: mo.Period, Duration: mo.Duration, Gates: mo.Gates, Peers: mo.Peers}
+	l := mhcLayout(o.Cfg.Clusters, o.Cfg.Seed, o.Timing.Fraction, mo.Flapping, mo.Period, mo.Duration)
+	rep := mhcReport{Date: start.UTC().Format(time.RFC3339), Machine: fleet.Machine(), Clusters: o.Cfg.Clusters, APIServers: o.APIServers,
+		Seed: o.Cfg.Seed, Dead: o.Timing.Fraction, Flapping: mo.Flapping, Period: mo.Period, Duration: mo.Duration, Gates: mo.Gates, Peers: mo.Peers}
 	for i, cache := range mo.Caches {
 		fmt.Fprintf(os.Stderr, "bench-mhc: MachineHealthCheck on the %s ClusterCache (%s)\n", cache, mo.Duration)
 		res, err := runMHCPeer(ctx, f, watcher, bin, cache, fmt.Sprintf("run%d", i), l, mo)
@@ -150,7 +150,7 @@ func runMHC(ctx context.Context, o options, root string, out io.Writer) error {
 	if err := writeMHC(out, rep); err != nil {
 		return err
 	}
-	return fleet.WriteJSON(o.jsonOut, rep)
+	return fleet.WriteJSON(o.JSONOut, rep)
 }
 
 // runMHCPeer resets the checks, runs the peer with cache (a -mhc-peer

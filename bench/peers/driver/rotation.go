@@ -83,12 +83,12 @@ func runRotation(ctx context.Context, o options, bins map[string]string, root st
 		return err
 	}
 	defer os.RemoveAll(dir)
-	configure, logs, err := fleet.RotationAPIServers(a, dir, o.apiservers)
+	configure, logs, err := fleet.RotationAPIServers(a, dir, o.APIServers)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "bench-rotation: starting %d apiservers, %d Clusters × %d objects\n", 1+o.apiservers, o.cfg.Clusters, o.cfg.Objects)
-	f, err := fleet.Start(ctx, root, o.cfg.Clusters, o.apiservers, o.cfg.Objects, configure)
+	fmt.Fprintf(os.Stderr, "bench-rotation: starting %d apiservers, %d Clusters × %d objects\n", 1+o.APIServers, o.Cfg.Clusters, o.Cfg.Objects)
+	f, err := fleet.Start(ctx, root, o.Cfg.Clusters, o.APIServers, o.Cfg.Objects, configure)
 	if err != nil {
 		return err
 	}
@@ -97,11 +97,11 @@ func runRotation(ctx context.Context, o options, bins map[string]string, root st
 	for _, l := range logs {
 		rf.audits = append(rf.audits, &auditLog{file: l})
 	}
-	rep := rotationReport{Date: start.UTC().Format(time.RFC3339), Machine: fleet.Machine(), Config: o.cfg,
-		APIServers: o.apiservers, Options: o.rotation}
-	for _, s := range o.strategies {
+	rep := rotationReport{Date: start.UTC().Format(time.RFC3339), Machine: fleet.Machine(), Config: o.Cfg,
+		APIServers: o.APIServers, Options: o.rotation}
+	for _, s := range o.Strategies {
 		fmt.Fprintf(os.Stderr, "bench-rotation: %s, %d rotations every %s\n", s, o.rotation.Count, o.rotation.Every)
-		res, err := rf.runPeer(ctx, bins[s], s, o.cfg, o.rotation)
+		res, err := rf.runPeer(ctx, bins[s], s, o.Cfg, o.rotation)
 		if err != nil {
 			return err
 		}
@@ -111,7 +111,7 @@ func runRotation(ctx context.Context, o options, bins map[string]string, root st
 	if err := writeRotation(out, rep); err != nil {
 		return err
 	}
-	return fleet.WriteJSON(o.jsonOut, rep)
+	return fleet.WriteJSON(o.JSONOut, rep)
 }
 
 // rotationFleet is the fleet of a rotation run with its authenticator and

@@ -161,11 +161,11 @@ func TestRotationFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !o.rotation.On || !reflect.DeepEqual(o.strategies, []string{"clustercache", "clusterpool"}) || o.rotation.Count != 6 {
-		t.Fatalf("-rotation: %+v, strategies %v", o.rotation, o.strategies)
+	if !o.rotation.On || !reflect.DeepEqual(o.Strategies, []string{"clustercache", "clusterpool"}) || o.rotation.Count != 6 {
+		t.Fatalf("-rotation: %+v, strategies %v", o.rotation, o.Strategies)
 	}
-	if o, _ := parseFlags([]string{"-rotation", "-strategies", "clusterpool"}); !reflect.DeepEqual(o.strategies, []string{"clusterpool"}) {
-		t.Fatalf("-strategies ignored: %v", o.strategies)
+	if o, _ := parseFlags([]string{"-rotation", "-strategies", "clusterpool"}); !reflect.DeepEqual(o.Strategies, []string{"clusterpool"}) {
+		t.Fatalf("-strategies ignored: %v", o.Strategies)
 	}
 	if _, err := parseFlags([]string{"-rotation", "-rotate-every", "5s", "-revoke-after", "5s"}); err == nil {
 		t.Fatal("revocation after the next rotation: no error")

@@ -138,14 +138,14 @@ type scaleReport struct {
 func runScale(ctx context.Context, o options, bins map[string]string, root string, out io.Writer) error {
 	start := time.Now()
 	so := o.scaleRun
-	so.DetectPeers = detectPeers(so, o.strategies)
-	fmt.Fprintf(os.Stderr, "bench-scale: starting the apiservers (%d workload, %d for the sample)\n", o.apiservers, 2*min(so.PerFault, 1))
-	sf, err := startScaleFleet(ctx, root, o.apiservers, so.PerFault)
+	so.DetectPeers = detectPeers(so, o.Strategies)
+	fmt.Fprintf(os.Stderr, "bench-scale: starting the apiservers (%d workload, %d for the sample)\n", o.APIServers, 2*min(so.PerFault, 1))
+	sf, err := startScaleFleet(ctx, root, o.APIServers, so.PerFault)
 	if err != nil {
 		return err
 	}
 	defer sf.stop()
-	rep := scaleReport{Date: start.UTC().Format(time.RFC3339), Machine: fleet.Machine(), APIServers: o.apiservers, Options: so}
+	rep := scaleReport{Date: start.UTC().Format(time.RFC3339), Machine: fleet.Machine(), APIServers: o.APIServers, Options: so}
 	lim := newScaleLimits()
 	for _, n := range so.Sizes {
 		if reason := lim.fleetFits(n, len(sf.names)); reason != "" {
@@ -158,7 +158,7 @@ func runScale(ctx context.Context, o options, bins map[string]string, root strin
 		}
 		lim.fleetGrown(n)
 		rep.Baselines = append(rep.Baselines, baseline{Clusters: n, RequestsPerSec: base})
-		for _, s := range o.strategies {
+		for _, s := range o.Strategies {
 			if reason := lim.peerFits(s, n, so); reason != "" {
 				rep.Skipped = append(rep.Skipped, fmt.Sprintf("%s at %d: %s", s, n, reason))
 				continue
@@ -179,7 +179,7 @@ func runScale(ctx context.Context, o options, bins map[string]string, root strin
 		}
 	}
 	rep.Wall = time.Since(start).Round(time.Second).String()
-	return errors.Join(finishScale(rep, o.jsonOut, out), neverRan(o.strategies, rep))
+	return errors.Join(finishScale(rep, o.JSONOut, out), neverRan(o.Strategies, rep))
 }
 
 // growScale grows sf to n Clusters and measures the apiservers' own
@@ -223,5 +223,5 @@ func rescale(o options, out io.Writer) error {
 	if err := fleet.ReadJSON(o.scaleFrom, &rep); err != nil {
 		return err
 	}
-	return finishScale(rep, o.jsonOut, out)
+	return finishScale(rep, o.JSONOut, out)
 }
