@@ -28,9 +28,10 @@ func TestPeerInBenchPeersRun(t *testing.T) {
 		t.Fatalf("strategies %v, want %v", o.Strategies, want)
 	}
 	o.Strategies = []string{"before"} // the others would be built
-	bins, err := buildPeers(context.Background(), t.TempDir(), o)
+	o.Root = t.TempDir()
+	bins, err := fleet.BuildPeers(context.Background(), o.Shared)
 	if err != nil || bins["before"] != "/before/clusterpool" {
-		t.Fatalf("buildPeers: %v, %v", bins, err)
+		t.Fatalf("BuildPeers: %v, %v", bins, err)
 	}
 	var ran []fleet.Scenario
 	for _, sc := range fleet.Scenarios(o.Timing) {

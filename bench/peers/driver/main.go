@@ -8,8 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -27,8 +25,7 @@ type options struct {
 	scale     float64
 	modelFrom string
 	smoke     bool
-	scaleRun  scaleOptions
-	scaleFrom string
+	scaleRun  *Options
 	rotation  rotationOptions
 	mhc       mhcOptions
 	chaos     chaosOptions
@@ -78,12 +75,11 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&runExpr, "run", ".", "regexp of the scenarios to run (herd, dead, recovery, flapping)")
 	fs.Float64Var(&o.scale, "model-scale", 0.1, "time scale of the bench/sim model runs (0.01 overshoots 100 ms of work by ≈ 20 %, 0.1 by ≈ 5 %)")
 	fs.StringVar(&o.modelFrom, "model-from", "", "run no peer: redo the model check against the real results in this -json file")
-	sizes := scaleFlags(fs, &o.scaleRun)
+	o.scaleRun = Register(fs, o.Shared)
 	rotationFlags(fs, &o.rotation)
 	mhcFlags(fs, &o.mhc)
 	chaosFlags(fs, &o.chaos)
 	beforeAfterFlags(fs, &o.ba)
-	fs.StringVar(&o.scaleFrom, "scale-from", "", "run no peer: redo the fits and tables of a scale run's -json file")
 	fs.BoolVar(&o.smoke, "smoke", false, "the make test smoke: 4 clusters on 1 apiserver, 3 objects, the dead scenario for 10 s; fails unless every peer reconciled")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -93,9 +89,10 @@ func parseFlags(args []string) (options, error) {
 	}
 	o.SplitStrategies()
 	var err error
-	if err := o.scaleStrategies(fs, *sizes); err != nil {
+	if err := o.scaleRun.Defaults(fs); err != nil {
 		return o, err
 	}
+	o.AddExtra()
 	if err := o.rotation.defaults(fs, &o.Strategies); err != nil {
 		return o, err
 	}
@@ -116,15 +113,16 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	o.Root, o.Out = root, out
 	if mode := o.managerMode(); mode != nil {
 		return mode(ctx, o, root, out)
 	}
-	bins, err := buildPeers(ctx, root, o)
+	if o.scaleRun.On() {
+		return Run(ctx, o.scaleRun)
+	}
+	bins, err := fleet.BuildPeers(ctx, o.Shared)
 	if err != nil {
 		return err
-	}
-	if len(o.scaleRun.Sizes) > 0 {
-		return runScale(ctx, o, bins, root, out)
 	}
 	if o.rotation.On {
 		return runRotation(ctx, o, bins, root, out)
@@ -168,8 +166,8 @@ func (o options) managerMode() func(context.Context, options, string, io.Writer)
 	switch {
 	case o.modelFrom != "":
 		return func(ctx context.Context, o options, _ string, out io.Writer) error { return remodel(ctx, o, out) }
-	case o.scaleFrom != "":
-		return func(_ context.Context, o options, _ string, out io.Writer) error { return rescale(o, out) }
+	case o.scaleRun.From != "":
+		return func(ctx context.Context, o options, _ string, _ io.Writer) error { return Run(ctx, o.scaleRun) }
 	case o.mhc.On:
 		return runMHC
 	case o.chaos.On:
@@ -200,24 +198,6 @@ func runScenarios(ctx context.Context, f *fleet.Fleet, bins map[string]string, o
 		}
 	}
 	return ran, nil
-}
-
-// buildPeers builds o's strategies (the -peer ones are given) and returns
-// their binaries by name.
-func buildPeers(ctx context.Context, root string, o options) (map[string]string, error) {
-	bins := map[string]string{}
-	for _, s := range o.Strategies {
-		if bin, ok := o.scaleRun.Extra[s]; ok {
-			bins[s] = bin
-			continue
-		}
-		bin, err := fleet.BuildPeer(ctx, root, s)
-		if err != nil {
-			return nil, err
-		}
-		bins[s] = bin
-	}
-	return bins, nil
 }
 
 // modelCheck runs bench/sim on every scenario of rep's results and prints
@@ -277,49 +257,4 @@ func smokeCheck(results []result, want int) error {
 		}
 	}
 	return nil
-}
-
-// scaleFlags defines the flags of scale runs on fs, into so; it returns
-// -scale's value, which parseFlags hands to scaleStrategies.
-func scaleFlags(fs *flag.FlagSet, so *scaleOptions) *string {
-	sizes := fs.String("scale", "", "scale run (make bench-scale): comma-separated fleet sizes, e.g. 100,300,1000; every peer connects all clusters, then idles")
-	fs.DurationVar(&so.Idle, "idle", time.Minute, "scale run: each peer's idle window once connected")
-	fs.DurationVar(&so.Baseline, "baseline", 20*time.Second, "scale run: window measuring the apiservers' own requests, no peer running")
-	fs.DurationVar(&so.Connect, "connect", 5*time.Minute, "scale run: bound of the time until every cluster is connected")
-	fs.IntVar(&so.CCTMax, "cct-max", 100, "scale run: run CCT v1.8.4 only on fleets up to this size")
-	phaseFlags(fs, so) // scale_flags.go
-	fs.Func("peer", "NAME=BINARY: one more peer speaking the workload protocol, not built (the Cluster API drop-in's hook, another tree's clusterpool); repeatable; no model check", fleet.BinFlag(&so.Extra))
-	return sizes
-}
-
-// scaleStrategies reads -scale's sizes; a scale run without -strategies
-// runs the floor and every peer. The -peer programs are added.
-func (o *options) scaleStrategies(fs *flag.FlagSet, sizes string) error {
-	var err error
-	if o.scaleRun.Sizes, err = parseSizes(sizes); err != nil {
-		return err
-	}
-	if len(o.scaleRun.Sizes) > 0 && !fleet.FlagGiven(fs, "strategies") {
-		o.Strategies = []string{"floor", "clusterpool", "clustercache", "cct"}
-	}
-	for name := range o.scaleRun.Extra {
-		o.Strategies = append(o.Strategies, name)
-	}
-	return nil
-}
-
-// parseSizes reads -scale: ascending positive fleet sizes.
-func parseSizes(s string) ([]int, error) {
-	if s == "" {
-		return nil, nil
-	}
-	var sizes []int
-	for item := range strings.SplitSeq(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(item))
-		if err != nil || n < 1 || (len(sizes) > 0 && n <= sizes[len(sizes)-1]) {
-			return nil, fmt.Errorf("-scale %q: want ascending positive sizes", s)
-		}
-		sizes = append(sizes, n)
-	}
-	return sizes, nil
 }

@@ -135,12 +135,13 @@ type scaleReport struct {
 // each: connected, idle, under load, and (DetectPeers) while the sample is
 // killed. A size or peer that would not fit the machine is skipped, with
 // the reason in the report.
-func runScale(ctx context.Context, o options, bins map[string]string, root string, out io.Writer) error {
+func runScale(ctx context.Context, o *Options, bins map[string]string) error {
 	start := time.Now()
-	so := o.scaleRun
+	so := o.run
+	so.Extra = o.Extra
 	so.DetectPeers = detectPeers(so, o.Strategies)
 	fmt.Fprintf(os.Stderr, "bench-scale: starting the apiservers (%d workload, %d for the sample)\n", o.APIServers, 2*min(so.PerFault, 1))
-	sf, err := startScaleFleet(ctx, root, o.APIServers, so.PerFault)
+	sf, err := startScaleFleet(ctx, o.Root, o.APIServers, so.PerFault)
 	if err != nil {
 		return err
 	}
@@ -179,7 +180,7 @@ func runScale(ctx context.Context, o options, bins map[string]string, root strin
 		}
 	}
 	rep.Wall = time.Since(start).Round(time.Second).String()
-	return errors.Join(finishScale(rep, o.JSONOut, out), neverRan(o.Strategies, rep))
+	return errors.Join(finishScale(rep, o.JSONOut, o.Out), neverRan(o.Strategies, rep))
 }
 
 // growScale grows sf to n Clusters and measures the apiservers' own
@@ -217,11 +218,11 @@ func finishScale(rep scaleReport, jsonOut string, out io.Writer) error {
 	return fleet.WriteJSON(jsonOut, rep)
 }
 
-// rescale redoes the fits and tables of the scale run in o.scaleFrom.
-func rescale(o options, out io.Writer) error {
+// rescale redoes the fits and tables of the scale run in o.From.
+func rescale(o *Options) error {
 	var rep scaleReport
-	if err := fleet.ReadJSON(o.scaleFrom, &rep); err != nil {
+	if err := fleet.ReadJSON(o.From, &rep); err != nil {
 		return err
 	}
-	return finishScale(rep, o.JSONOut, out)
+	return finishScale(rep, o.JSONOut, o.Out)
 }

@@ -23,6 +23,24 @@ func BuildPeer(ctx context.Context, root, name string) (string, error) {
 	return strings.TrimSpace(out.String()), nil
 }
 
+// BuildPeers builds s's strategies (the -peer ones are given) and returns
+// their binaries by name.
+func BuildPeers(ctx context.Context, s *Shared) (map[string]string, error) {
+	bins := map[string]string{}
+	for _, name := range s.Strategies {
+		if bin, ok := s.Extra[name]; ok {
+			bins[name] = bin
+			continue
+		}
+		bin, err := BuildPeer(ctx, s.Root, name)
+		if err != nil {
+			return nil, err
+		}
+		bins[name] = bin
+	}
+	return bins, nil
+}
+
 // RepoRoot is the nearest directory above the working directory holding
 // bench/peers/build.sh.
 func RepoRoot() (string, error) {

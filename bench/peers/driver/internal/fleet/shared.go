@@ -22,6 +22,9 @@ type Shared struct {
 	Strategies []string
 	// Timing is the scenarios' real-time knobs (-fraction, -herd, …).
 	Timing Timing
+	// Extra are more peers speaking the workload protocol, not built, by
+	// name (-peer: the Cluster API drop-in's hook).
+	Extra map[string]string
 	// JSONOut is the file the report's JSON goes to, "" for none (-json).
 	JSONOut string
 	// Root is the repository's top directory; Out receives the report.
@@ -54,7 +57,15 @@ func Flags(fs *flag.FlagSet) *Shared {
 	fs.StringVar(&s.strategies, "strategies", "cct,clustercache,clusterpool", "peers to run, in order")
 	fs.StringVar(&s.JSONOut, "json", "", "write every figure, series and the model check to this file")
 	fs.BoolVar(&s.Cfg.Timings, "timings", false, "the peers time their reconciles' phases and client-go's requests; printed after the real table")
+	fs.Func("peer", "NAME=BINARY: one more peer speaking the workload protocol, not built (the Cluster API drop-in's hook, another tree's clusterpool); repeatable; no model check", BinFlag(&s.Extra))
 	return s
+}
+
+// AddExtra appends the -peer programs to Strategies.
+func (s *Shared) AddExtra() {
+	for name := range s.Extra {
+		s.Strategies = append(s.Strategies, name)
+	}
 }
 
 // SplitStrategies sets Strategies from -strategies' value.
