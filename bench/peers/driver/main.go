@@ -16,6 +16,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/scale"
 )
 
 // options are the command line.
@@ -25,7 +26,7 @@ type options struct {
 	scale     float64
 	modelFrom string
 	smoke     bool
-	scaleRun  *Options
+	scaleRun  *scale.Options
 	rotation  rotationOptions
 	mhc       mhcOptions
 	chaos     chaosOptions
@@ -44,8 +45,8 @@ type report struct {
 }
 
 func main() {
-	if os.Getenv(proxyHostEnv) != "" { // a scale run's proxy host (scale_proxyhost.go)
-		os.Exit(serveProxyHost(os.Stdin, os.Stdout))
+	if os.Getenv(scale.ProxyHostEnv) != "" { // a scale run's proxy host (internal/scale/proxyhost.go)
+		os.Exit(scale.ServeProxyHost(os.Stdin, os.Stdout))
 	}
 	// envtest and the controller-runtime client log through
 	// controller-runtime's logger: without one set it prints a
@@ -75,7 +76,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&runExpr, "run", ".", "regexp of the scenarios to run (herd, dead, recovery, flapping)")
 	fs.Float64Var(&o.scale, "model-scale", 0.1, "time scale of the bench/sim model runs (0.01 overshoots 100 ms of work by ≈ 20 %, 0.1 by ≈ 5 %)")
 	fs.StringVar(&o.modelFrom, "model-from", "", "run no peer: redo the model check against the real results in this -json file")
-	o.scaleRun = Register(fs, o.Shared)
+	o.scaleRun = scale.Register(fs, o.Shared)
 	rotationFlags(fs, &o.rotation)
 	mhcFlags(fs, &o.mhc)
 	chaosFlags(fs, &o.chaos)
@@ -118,7 +119,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		return mode(ctx, o, root, out)
 	}
 	if o.scaleRun.On() {
-		return Run(ctx, o.scaleRun)
+		return scale.Run(ctx, o.scaleRun)
 	}
 	bins, err := fleet.BuildPeers(ctx, o.Shared)
 	if err != nil {
@@ -167,7 +168,7 @@ func (o options) managerMode() func(context.Context, options, string, io.Writer)
 	case o.modelFrom != "":
 		return func(ctx context.Context, o options, _ string, out io.Writer) error { return remodel(ctx, o, out) }
 	case o.scaleRun.From != "":
-		return func(ctx context.Context, o options, _ string, _ io.Writer) error { return Run(ctx, o.scaleRun) }
+		return func(ctx context.Context, o options, _ string, _ io.Writer) error { return scale.Run(ctx, o.scaleRun) }
 	case o.mhc.On:
 		return runMHC
 	case o.chaos.On:

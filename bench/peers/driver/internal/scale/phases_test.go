@@ -1,4 +1,4 @@
-package main
+package scale
 
 import (
 	"bufio"
@@ -212,7 +212,7 @@ func pipeProxyHost() (*proxyHosts, *proxyHost) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	served := make(chan int)
-	go func() { served <- serveProxyHost(inR, outW); outW.Close() }()
+	go func() { served <- ServeProxyHost(inR, outW); outW.Close() }()
 	h := &proxyHost{in: inW, out: bufio.NewReader(outR), wait: func() error { <-served; return nil }, kill: func() {}}
 	return &proxyHosts{cap: 10, hosts: []*proxyHost{h}}, h
 }

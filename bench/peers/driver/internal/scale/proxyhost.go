@@ -1,4 +1,4 @@
-package main
+package scale
 
 import (
 	"bufio"
@@ -31,12 +31,12 @@ import (
 //
 // A command that fails is answered "error MESSAGE".
 
-// proxyHostEnv, set in the environment, makes the driver a proxy host.
-const proxyHostEnv = "BENCH_PEERS_PROXY_HOST"
+// ProxyHostEnv, set in the environment, makes the driver a proxy host.
+const ProxyHostEnv = "BENCH_PEERS_PROXY_HOST"
 
-// serveProxyHost is a proxy host's main: it answers the commands on in
+// ServeProxyHost is a proxy host's main: it answers the commands on in
 // on out until in ends, and returns the exit code.
-func serveProxyHost(in io.Reader, out io.Writer) int {
+func ServeProxyHost(in io.Reader, out io.Writer) int {
 	var proxies []*faultproxy.Proxy
 	defer func() {
 		for _, p := range proxies {
@@ -114,7 +114,7 @@ func startProxyHost() (*proxyHost, error) {
 		return nil, err
 	}
 	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), proxyHostEnv+"=1")
+	cmd.Env = append(os.Environ(), ProxyHostEnv+"=1")
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
