@@ -27,7 +27,7 @@ type options struct {
 	modelFrom string
 	smoke     bool
 	scaleRun  *scale.Options
-	rotation  rotationOptions
+	rotation  *Options
 	mhc       mhcOptions
 	chaos     chaosOptions
 	ba        beforeAfterOptions
@@ -77,7 +77,7 @@ func parseFlags(args []string) (options, error) {
 	fs.Float64Var(&o.scale, "model-scale", 0.1, "time scale of the bench/sim model runs (0.01 overshoots 100 ms of work by ≈ 20 %, 0.1 by ≈ 5 %)")
 	fs.StringVar(&o.modelFrom, "model-from", "", "run no peer: redo the model check against the real results in this -json file")
 	o.scaleRun = scale.Register(fs, o.Shared)
-	rotationFlags(fs, &o.rotation)
+	o.rotation = Register(fs, o.Shared)
 	mhcFlags(fs, &o.mhc)
 	chaosFlags(fs, &o.chaos)
 	beforeAfterFlags(fs, &o.ba)
@@ -94,7 +94,7 @@ func parseFlags(args []string) (options, error) {
 		return o, err
 	}
 	o.AddExtra()
-	if err := o.rotation.defaults(fs, &o.Strategies); err != nil {
+	if err := o.rotation.Defaults(fs); err != nil {
 		return o, err
 	}
 	if err := o.chaosDefaults(fs); err != nil {
@@ -121,12 +121,12 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if o.scaleRun.On() {
 		return scale.Run(ctx, o.scaleRun)
 	}
+	if o.rotation.On() {
+		return Run(ctx, o.rotation)
+	}
 	bins, err := fleet.BuildPeers(ctx, o.Shared)
 	if err != nil {
 		return err
-	}
-	if o.rotation.On {
-		return runRotation(ctx, o, bins, root, out)
 	}
 	start := time.Now()
 	fmt.Fprintf(os.Stderr, "bench-peers: starting %d apiservers, %d Clusters × %d objects\n", 1+o.APIServers, o.Cfg.Clusters, o.Cfg.Objects)

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"slices"
@@ -33,14 +32,41 @@ type rotationOptions struct {
 	Sample time.Duration `json:"sample_ns"`
 }
 
-// rotationFlags defines the flags of rotation runs on fs, into ro.
-func rotationFlags(fs *flag.FlagSet, ro *rotationOptions) {
+// Options are a rotation run's command line: the shared flags, and its
+// own.
+type Options struct {
+	*fleet.Shared
+	run rotationOptions // the run's flags, as its report records them
+}
+
+// Register defines the rotation run's flags on fs; the Options it returns
+// read the shared ones from sh.
+func Register(fs *flag.FlagSet, sh *fleet.Shared) *Options {
+	o := &Options{Shared: sh}
+	ro := &o.run
 	fs.BoolVar(&ro.On, "rotation", false, "rotation run (make bench-rotation): the kubeconfig Secrets' bearer tokens rotate; relists, not-connected time and failed reconciles per rotation, per peer")
 	fs.DurationVar(&ro.Every, "rotate-every", 20*time.Second, "rotation run: time between two rotations")
 	fs.IntVar(&ro.Count, "rotations", 6, "rotation run: rotations per peer")
 	fs.DurationVar(&ro.RevokeAfter, "revoke-after", 5*time.Second, "rotation run: the previous token is revoked this long after a rotation")
 	fs.DurationVar(&ro.Warmup, "rotation-warmup", 30*time.Second, "rotation run: from a peer's start to its first rotation")
 	fs.DurationVar(&ro.Sample, "sample-connected", 50*time.Millisecond, "rotation run: how often the peers report whether each cluster is connected")
+	return o
+}
+
+// On reports whether the command line asks for a rotation run (-rotation).
+func (o *Options) On() bool { return o.run.On }
+
+// Defaults checks the flags once fs is parsed and, for a rotation run
+// without -strategies, runs ClusterCache and clusterpool.
+func (o *Options) Defaults(fs *flag.FlagSet) error { return o.run.defaults(fs, &o.Strategies) }
+
+// Run builds the strategies' peers and runs the rotation run.
+func Run(ctx context.Context, o *Options) error {
+	bins, err := fleet.BuildPeers(ctx, o.Shared)
+	if err != nil {
+		return err
+	}
+	return runRotation(ctx, o, bins)
 }
 
 // defaults checks ro and, for a rotation run without -strategies, runs
@@ -71,7 +97,7 @@ type rotationReport struct {
 
 // runRotation starts the fleet with the token authenticator and audit
 // logs, then runs every strategy on it in turn.
-func runRotation(ctx context.Context, o options, bins map[string]string, root string, out io.Writer) error {
+func runRotation(ctx context.Context, o *Options, bins map[string]string) error {
 	start := time.Now()
 	a, err := fleet.StartAuthenticator()
 	if err != nil {
@@ -88,7 +114,7 @@ func runRotation(ctx context.Context, o options, bins map[string]string, root st
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "bench-rotation: starting %d apiservers, %d Clusters × %d objects\n", 1+o.APIServers, o.Cfg.Clusters, o.Cfg.Objects)
-	f, err := fleet.Start(ctx, root, o.Cfg.Clusters, o.APIServers, o.Cfg.Objects, configure)
+	f, err := fleet.Start(ctx, o.Root, o.Cfg.Clusters, o.APIServers, o.Cfg.Objects, configure)
 	if err != nil {
 		return err
 	}
@@ -98,17 +124,17 @@ func runRotation(ctx context.Context, o options, bins map[string]string, root st
 		rf.audits = append(rf.audits, &auditLog{file: l})
 	}
 	rep := rotationReport{Date: start.UTC().Format(time.RFC3339), Machine: fleet.Machine(), Config: o.Cfg,
-		APIServers: o.APIServers, Options: o.rotation}
+		APIServers: o.APIServers, Options: o.run}
 	for _, s := range o.Strategies {
-		fmt.Fprintf(os.Stderr, "bench-rotation: %s, %d rotations every %s\n", s, o.rotation.Count, o.rotation.Every)
-		res, err := rf.runPeer(ctx, bins[s], s, o.Cfg, o.rotation)
+		fmt.Fprintf(os.Stderr, "bench-rotation: %s, %d rotations every %s\n", s, o.run.Count, o.run.Every)
+		res, err := rf.runPeer(ctx, bins[s], s, o.Cfg, o.run)
 		if err != nil {
 			return err
 		}
 		rep.Results = append(rep.Results, res)
 	}
 	rep.Wall = time.Since(start).Round(time.Second).String()
-	if err := writeRotation(out, rep); err != nil {
+	if err := writeRotation(o.Out, rep); err != nil {
 		return err
 	}
 	return fleet.WriteJSON(o.JSONOut, rep)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -157,17 +158,29 @@ func TestSummarizeAttributesToRotations(t *testing.T) {
 }
 
 func TestRotationFlags(t *testing.T) {
-	o, err := parseFlags([]string{"-rotation"})
+	o, err := parse("-rotation")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !o.rotation.On || !reflect.DeepEqual(o.Strategies, []string{"clustercache", "clusterpool"}) || o.rotation.Count != 6 {
-		t.Fatalf("-rotation: %+v, strategies %v", o.rotation, o.Strategies)
+	if !o.On() || !reflect.DeepEqual(o.Strategies, []string{"clustercache", "clusterpool"}) || o.run.Count != 6 {
+		t.Fatalf("-rotation: %+v, strategies %v", o.run, o.Strategies)
 	}
-	if o, _ := parseFlags([]string{"-rotation", "-strategies", "clusterpool"}); !reflect.DeepEqual(o.Strategies, []string{"clusterpool"}) {
+	if o, _ := parse("-rotation", "-strategies", "clusterpool"); !reflect.DeepEqual(o.Strategies, []string{"clusterpool"}) {
 		t.Fatalf("-strategies ignored: %v", o.Strategies)
 	}
-	if _, err := parseFlags([]string{"-rotation", "-rotate-every", "5s", "-revoke-after", "5s"}); err == nil {
+	if _, err := parse("-rotation", "-rotate-every", "5s", "-revoke-after", "5s"); err == nil {
 		t.Fatal("revocation after the next rotation: no error")
 	}
+}
+
+// parse is the driver's command line as far as a rotation run reads it.
+func parse(args ...string) (*Options, error) {
+	fs := flag.NewFlagSet("rotation", flag.ContinueOnError)
+	sh := fleet.Flags(fs)
+	o := Register(fs, sh)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	sh.SplitStrategies()
+	return o, o.Defaults(fs)
 }
