@@ -16,6 +16,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/rotation"
 	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/scale"
 )
 
@@ -27,7 +28,7 @@ type options struct {
 	modelFrom string
 	smoke     bool
 	scaleRun  *scale.Options
-	rotation  *Options
+	rotation  *rotation.Options
 	mhc       mhcOptions
 	chaos     chaosOptions
 	ba        beforeAfterOptions
@@ -77,7 +78,7 @@ func parseFlags(args []string) (options, error) {
 	fs.Float64Var(&o.scale, "model-scale", 0.1, "time scale of the bench/sim model runs (0.01 overshoots 100 ms of work by ≈ 20 %, 0.1 by ≈ 5 %)")
 	fs.StringVar(&o.modelFrom, "model-from", "", "run no peer: redo the model check against the real results in this -json file")
 	o.scaleRun = scale.Register(fs, o.Shared)
-	o.rotation = Register(fs, o.Shared)
+	o.rotation = rotation.Register(fs, o.Shared)
 	mhcFlags(fs, &o.mhc)
 	chaosFlags(fs, &o.chaos)
 	beforeAfterFlags(fs, &o.ba)
@@ -122,7 +123,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		return scale.Run(ctx, o.scaleRun)
 	}
 	if o.rotation.On() {
-		return Run(ctx, o.rotation)
+		return rotation.Run(ctx, o.rotation)
 	}
 	bins, err := fleet.BuildPeers(ctx, o.Shared)
 	if err != nil {
