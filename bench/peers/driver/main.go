@@ -29,7 +29,7 @@ type options struct {
 	smoke     bool
 	scaleRun  *scale.Options
 	rotation  *rotation.Options
-	mhc       mhcOptions
+	mhc       *Options
 	chaos     chaosOptions
 	ba        beforeAfterOptions
 }
@@ -79,7 +79,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.modelFrom, "model-from", "", "run no peer: redo the model check against the real results in this -json file")
 	o.scaleRun = scale.Register(fs, o.Shared)
 	o.rotation = rotation.Register(fs, o.Shared)
-	mhcFlags(fs, &o.mhc)
+	o.mhc = Register(fs, o.Shared)
 	chaosFlags(fs, &o.chaos)
 	beforeAfterFlags(fs, &o.ba)
 	fs.BoolVar(&o.smoke, "smoke", false, "the make test smoke: 4 clusters on 1 apiserver, 3 objects, the dead scenario for 10 s; fails unless every peer reconciled")
@@ -101,7 +101,7 @@ func parseFlags(args []string) (options, error) {
 	if err := o.chaosDefaults(fs); err != nil {
 		return o, err
 	}
-	if err := o.mhc.defaults(); err != nil {
+	if err := o.mhc.Defaults(); err != nil {
 		return o, err
 	}
 	if o.run, err = regexp.Compile(runExpr); err != nil {
@@ -171,7 +171,7 @@ func (o options) managerMode() func(context.Context, options, string, io.Writer)
 	case o.scaleRun.From != "":
 		return func(ctx context.Context, o options, _ string, _ io.Writer) error { return scale.Run(ctx, o.scaleRun) }
 	case o.mhc.On:
-		return runMHC
+		return func(ctx context.Context, o options, _ string, _ io.Writer) error { return Run(ctx, o.mhc) }
 	case o.chaos.On:
 		return runChaosMode
 	case o.ba.Dir != "":

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"slices"
@@ -19,10 +18,10 @@ import (
 	"github.com/clusterpool/clusterpool/internal/faultproxy"
 )
 
-// mhcOptions are the flags of the -mhc run (make bench-mhc): Cluster API
-// v1.14.2's MachineHealthCheck reconciler (bench/peers/capi) on the stock
-// ClusterCache and on clusterpool's drop-in, on one fleet.
-type mhcOptions struct {
+// Options are the command line of the -mhc run (make bench-mhc): the
+// shared flags, and its own.
+type Options struct {
+	*fleet.Shared
 	On       bool
 	Machines int           // Machines (and Nodes) per Cluster
 	Duration time.Duration // each run's length
@@ -36,8 +35,10 @@ type mhcOptions struct {
 	Peers map[string]string
 }
 
-// mhcFlags defines the -mhc run's flags on fs, into o.
-func mhcFlags(fs *flag.FlagSet, o *mhcOptions) {
+// Register defines the -mhc run's flags on fs; the Options it returns
+// read the shared ones from sh.
+func Register(fs *flag.FlagSet, sh *fleet.Shared) *Options {
+	o := &Options{Shared: sh}
 	fs.BoolVar(&o.On, "mhc", false, "run Cluster API v1.14.2's MachineHealthCheck reconciler (bench/peers/capi) on the stock ClusterCache and on clusterpool's drop-in (make bench-mhc); -fraction of the clusters are dead")
 	fs.IntVar(&o.Machines, "mhc-machines", 5, "mhc run: Machines (and Nodes) per Cluster")
 	fs.DurationVar(&o.Duration, "mhc-duration", 90*time.Second, "mhc run: length of each run")
@@ -48,7 +49,8 @@ func mhcFlags(fs *flag.FlagSet, o *mhcOptions) {
 		o.On, o.From = true, v
 		return nil
 	})
-	o.peerFlags(fs) // mhc_peer.go
+	o.peerFlags(fs) // peer.go
+	return o
 }
 
 // mhcLayout lays the run out on m clusters: a seeded dead fraction held
@@ -105,11 +107,11 @@ type mhcReport struct {
 	Results []mhcResult       `json:"results"`
 }
 
-// runMHC is the -mhc run: one fleet (no workload objects; Machines,
+// Run is the -mhc run: one fleet (no workload objects; Machines,
 // Nodes and a MachineHealthCheck per Cluster instead), the capi peer run
 // once per cache with the same layout, one table.
-func runMHC(ctx context.Context, o options, root string, out io.Writer) error {
-	mo := o.mhc
+func Run(ctx context.Context, o *Options) error {
+	mo, root, out := *o, o.Root, o.Out
 	if mo.From != "" {
 		var rep mhcReport
 		if err := fleet.ReadJSON(mo.From, &rep); err != nil {
@@ -157,7 +159,7 @@ func runMHC(ctx context.Context, o options, root string, out io.Writer) error {
 // name: that binary with the adapter) on f laid out as l while watching
 // the Machines and MachineHealthChecks, and returns its figures, times and
 // dials.
-func runMHCPeer(ctx context.Context, f *fleet.Fleet, c client.WithWatch, bin, cache, run string, l fleet.Layout, mo mhcOptions) (mhcResult, error) {
+func runMHCPeer(ctx context.Context, f *fleet.Fleet, c client.WithWatch, bin, cache, run string, l fleet.Layout, mo Options) (mhcResult, error) {
 	if err := fleet.ResetChecks(ctx, f, run); err != nil {
 		return mhcResult{}, err
 	}
