@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/mhc"
 )
 
 // peerFigures are the bench-peers figures compared, as writeReal prints
@@ -80,7 +81,7 @@ func peersSection(dir string) (baSection, error) {
 // before tree's drop-in as runs of their own beside this tree's.
 func mhcSection(dir string) (baSection, error) {
 	s := baSection{Bar: "make bench-mhc", Raw: []string{"mhc.md", "mhc.json"}}
-	var rep mhcReport
+	var rep mhc.Report
 	if err := fleet.ReadJSON(filepath.Join(dir, "mhc.json"), &rep); err != nil {
 		return missing(s, err)
 	}
@@ -89,14 +90,14 @@ func mhcSection(dir string) (baSection, error) {
 		order = append(order, r.Cache)
 	}
 	s.Measured = fmt.Sprintf("One run on one fleet (%s): %d Clusters × %d Machines, %.0f %% dead, %.0f %% flapping, %s per run, in the order %s; the mean of each drop-in's runs (before: the before tree's, after: adapter). Raw run:",
-		rep.Date, rep.Clusters, machinesPer(rep), rep.Dead*100, rep.Flapping*100, rep.Duration, strings.Join(order, ", "))
-	means := meanByCache(mhcRows(rep.Results), rep.Results, beforeLabel, "adapter")
+		rep.Date, rep.Clusters, mhc.MachinesPer(rep), rep.Dead*100, rep.Flapping*100, rep.Duration, strings.Join(order, ", "))
+	means := mhc.MeanByCache(mhc.Rows(rep.Results), rep.Results, beforeLabel, "adapter")
 	if means == nil {
 		s.Missing = "the run has no " + beforeLabel + " and adapter runs"
 		return s, nil
 	}
 	for _, row := range means {
-		s.Rows = append(s.Rows, newRow(row.name, row.format, row.values[0], row.values[1], row.higherBetter, row.info))
+		s.Rows = append(s.Rows, newRow(row.Name, row.Format, row.Values[0], row.Values[1], row.HigherBetter, row.Info))
 	}
 	return s, nil
 }

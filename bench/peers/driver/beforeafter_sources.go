@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/mhc"
 	"io"
 	"math"
 	"os"
@@ -69,7 +70,7 @@ func (b benchRuns) median(name, unit string) float64 {
 		return math.NaN()
 	}
 	slices.Sort(s)
-	return median(s)
+	return mhc.Median(s)
 }
 
 // benchRows compares the medians of every benchmark both ran: time, and

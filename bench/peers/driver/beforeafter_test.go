@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/mhc"
 	"github.com/clusterpool/clusterpool/bench/peers/protocol"
 )
 
@@ -110,8 +111,8 @@ func TestBeforeAfterReport(t *testing.T) {
 	peer := func(strategy string, p99 float64, all float64) result {
 		return result{Scenario: "dead", Strategy: strategy, Figures: protocol.Figures{P99Ms: p99, AllReconciled: all, HealthyPerSec: 10}}
 	}
-	mhc := func(cache string, errs int) mhcResult {
-		return mhcResult{Cache: cache, Machines: 1, Roles: map[string]string{"c1": "healthy"}, Figures: protocol.MHCFigures{ReconcileErrors: errs}}
+	mhcRun := func(cache string, errs int) mhc.Result {
+		return mhc.Result{Cache: cache, Machines: 1, Roles: map[string]string{"c1": "healthy"}, Figures: protocol.MHCFigures{ReconcileErrors: errs}}
 	}
 	writeFiles(t, dir, map[string]string{
 		"bench-before.txt":  benchOutput("40", "20") + benchOutput("44", "20") + benchOutput("42", "20"),
@@ -121,7 +122,7 @@ func TestBeforeAfterReport(t *testing.T) {
 		"soak-3-after.txt":  fmt.Sprintf(soakOutput, "1", "1s", "FAIL"),
 		"peers.json":        jsonText(t, report{Results: []result{peer("clustercache", 1, 5), peer("clusterpool", 200, -1), peer("before", 100, 7)}}),
 		"trees.txt":         "before 1bc0d5e\nafter HEAD with changes\n",
-		"mhc.json":          jsonText(t, mhcReport{Results: []mhcResult{mhc("stock", 9), mhc("adapter", 3), mhc("before", 4), mhc("before", 6), mhc("adapter", 5)}}),
+		"mhc.json":          jsonText(t, mhc.Report{Results: []mhc.Result{mhcRun("stock", 9), mhcRun("adapter", 3), mhcRun("before", 4), mhcRun("before", 6), mhcRun("adapter", 5)}}),
 	})
 	jsonFile := filepath.Join(t.TempDir(), "ba.json")
 	var out bytes.Buffer

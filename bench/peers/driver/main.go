@@ -16,6 +16,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/mhc"
 	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/rotation"
 	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/scale"
 )
@@ -29,7 +30,7 @@ type options struct {
 	smoke     bool
 	scaleRun  *scale.Options
 	rotation  *rotation.Options
-	mhc       *Options
+	mhc       *mhc.Options
 	chaos     chaosOptions
 	ba        beforeAfterOptions
 }
@@ -79,7 +80,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.modelFrom, "model-from", "", "run no peer: redo the model check against the real results in this -json file")
 	o.scaleRun = scale.Register(fs, o.Shared)
 	o.rotation = rotation.Register(fs, o.Shared)
-	o.mhc = Register(fs, o.Shared)
+	o.mhc = mhc.Register(fs, o.Shared)
 	chaosFlags(fs, &o.chaos)
 	beforeAfterFlags(fs, &o.ba)
 	fs.BoolVar(&o.smoke, "smoke", false, "the make test smoke: 4 clusters on 1 apiserver, 3 objects, the dead scenario for 10 s; fails unless every peer reconciled")
@@ -171,7 +172,7 @@ func (o options) managerMode() func(context.Context, options, string, io.Writer)
 	case o.scaleRun.From != "":
 		return func(ctx context.Context, o options, _ string, _ io.Writer) error { return scale.Run(ctx, o.scaleRun) }
 	case o.mhc.On:
-		return func(ctx context.Context, o options, _ string, _ io.Writer) error { return Run(ctx, o.mhc) }
+		return func(ctx context.Context, o options, _ string, _ io.Writer) error { return mhc.Run(ctx, o.mhc) }
 	case o.chaos.On:
 		return runChaosMode
 	case o.ba.Dir != "":

@@ -1,4 +1,4 @@
-package main
+package mhc
 
 import (
 	"bytes"
@@ -73,8 +73,8 @@ func mhcLayout(m int, seed uint64, dead, flapping float64, period, d time.Durati
 	return l
 }
 
-// mhcResult is one run of the peer with one cache.
-type mhcResult struct {
+// Result is one run of the peer with one cache.
+type Result struct {
 	Cache   string              `json:"cache"`
 	Figures protocol.MHCFigures `json:"figures"`
 	// Roles are the clusters' roles; Machines per cluster.
@@ -89,8 +89,8 @@ type mhcResult struct {
 	Dials map[string]uint64 `json:"dials"`
 }
 
-// mhcReport is the -json output of an -mhc run.
-type mhcReport struct {
+// Report is the -json output of an -mhc run.
+type Report struct {
 	Date       string        `json:"date"`
 	Machine    string        `json:"machine"`
 	Clusters   int           `json:"clusters"`
@@ -104,7 +104,7 @@ type mhcReport struct {
 	// Peers are the -mhc-peer binaries, by run name.
 	Peers   map[string]string `json:"peers,omitempty"`
 	Wall    float64           `json:"wall_s"`
-	Results []mhcResult       `json:"results"`
+	Results []Result          `json:"results"`
 }
 
 // Run is the -mhc run: one fleet (no workload objects; Machines,
@@ -113,7 +113,7 @@ type mhcReport struct {
 func Run(ctx context.Context, o *Options) error {
 	mo, root, out := *o, o.Root, o.Out
 	if mo.From != "" {
-		var rep mhcReport
+		var rep Report
 		if err := fleet.ReadJSON(mo.From, &rep); err != nil {
 			return err
 		}
@@ -138,7 +138,7 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	l := mhcLayout(o.Cfg.Clusters, o.Cfg.Seed, o.Timing.Fraction, mo.Flapping, mo.Period, mo.Duration)
-	rep := mhcReport{Date: start.UTC().Format(time.RFC3339), Machine: fleet.Machine(), Clusters: o.Cfg.Clusters, APIServers: o.APIServers,
+	rep := Report{Date: start.UTC().Format(time.RFC3339), Machine: fleet.Machine(), Clusters: o.Cfg.Clusters, APIServers: o.APIServers,
 		Seed: o.Cfg.Seed, Dead: o.Timing.Fraction, Flapping: mo.Flapping, Period: mo.Period, Duration: mo.Duration, Gates: mo.Gates, Peers: mo.Peers}
 	for i, cache := range mo.Caches {
 		fmt.Fprintf(os.Stderr, "bench-mhc: MachineHealthCheck on the %s ClusterCache (%s)\n", cache, mo.Duration)
@@ -159,11 +159,11 @@ func Run(ctx context.Context, o *Options) error {
 // name: that binary with the adapter) on f laid out as l while watching
 // the Machines and MachineHealthChecks, and returns its figures, times and
 // dials.
-func runMHCPeer(ctx context.Context, f *fleet.Fleet, c client.WithWatch, bin, cache, run string, l fleet.Layout, mo Options) (mhcResult, error) {
+func runMHCPeer(ctx context.Context, f *fleet.Fleet, c client.WithWatch, bin, cache, run string, l fleet.Layout, mo Options) (Result, error) {
 	if err := fleet.ResetChecks(ctx, f, run); err != nil {
-		return mhcResult{}, err
+		return Result{}, err
 	}
-	res := mhcResult{Cache: cache, Roles: map[string]string{}, Machines: mo.Machines, Dials: map[string]uint64{}}
+	res := Result{Cache: cache, Roles: map[string]string{}, Machines: mo.Machines, Dials: map[string]uint64{}}
 	before := make([]uint64, len(f.Proxies))
 	for i, p := range f.Proxies {
 		p.SetMode(l.Initial[i])
@@ -184,7 +184,7 @@ func runMHCPeer(ctx context.Context, f *fleet.Fleet, c client.WithWatch, bin, ca
 	w := startCheckWatch(ctx, c, t0, mo.Machines, nil)
 	if err := cmd.Start(); err != nil {
 		w.stop()
-		return mhcResult{}, fmt.Errorf("starting capi peer: %w", err)
+		return Result{}, fmt.Errorf("starting capi peer: %w", err)
 	}
 	stop := make(chan struct{})
 	switched := make(chan struct{})
@@ -194,13 +194,13 @@ func runMHCPeer(ctx context.Context, f *fleet.Fleet, c client.WithWatch, bin, ca
 	<-switched
 	times, werr := w.stop()
 	if err != nil {
-		return mhcResult{}, fmt.Errorf("capi peer (%s): %w", cache, err)
+		return Result{}, fmt.Errorf("capi peer (%s): %w", cache, err)
 	}
 	if werr != nil {
-		return mhcResult{}, werr
+		return Result{}, werr
 	}
 	if err := json.Unmarshal(stdout.Bytes(), &res.Figures); err != nil {
-		return mhcResult{}, fmt.Errorf("capi peer (%s): decoding its figures: %w", cache, err)
+		return Result{}, fmt.Errorf("capi peer (%s): decoding its figures: %w", cache, err)
 	}
 	for i, p := range f.Proxies {
 		res.Dials[l.Roles[i]] += p.Accepted() - before[i]

@@ -1,4 +1,4 @@
-package main
+package mhc
 
 import (
 	"math"
@@ -97,26 +97,26 @@ func TestMHCHealthy(t *testing.T) {
 
 // mhcTestReport is two runs: stock checks every healthy Machine, the
 // adapter misses one and dials dead clusters less.
-func mhcTestReport() mhcReport {
+func mhcTestReport() Report {
 	roles := map[string]string{"c000": "healthy", "c001": "dead", "c002": "flapping"}
-	run := func(cache string, checked map[string]float64, deadDials uint64) mhcResult {
-		return mhcResult{Cache: cache, Roles: roles, Machines: 2, Checked: checked,
+	run := func(cache string, checked map[string]float64, deadDials uint64) Result {
+		return Result{Cache: cache, Roles: roles, Machines: 2, Checked: checked,
 			Healthy: map[string]float64{"c000": 3}, Dials: map[string]uint64{"dead": deadDials, "healthy": 1},
 			Figures: protocol.MHCFigures{ReconcileErrors: 4, ErrorKinds: map[string]int{"ErrClusterNotConnected": 4},
 				ErrorsByMHC: map[string]int{"c001-run0": 3, "c002-run0": 1},
 				Reconciles:  map[string]int{"success": 7}, RSSBytes: 64 << 20, Goroutines: 100}}
 	}
-	return mhcReport{Clusters: 3, APIServers: 1, Dead: 0.2, Flapping: 0.1, Results: []mhcResult{
+	return Report{Clusters: 3, APIServers: 1, Dead: 0.2, Flapping: 0.1, Results: []Result{
 		run("stock", map[string]float64{"c000-machine-0": 1, "c000-machine-1": 2, "c002-machine-0": 5}, 4),
 		run("adapter", map[string]float64{"c000-machine-0": 1}, 2),
 	}}
 }
 
 func TestMHCRows(t *testing.T) {
-	rows := mhcRows(mhcTestReport().Results)
+	rows := Rows(mhcTestReport().Results)
 	byName := map[string][]float64{}
 	for _, r := range rows {
-		byName[r.name] = r.values
+		byName[r.Name] = r.Values
 	}
 	all := byName["every healthy cluster's Machines checked (HealthCheckSucceeded=True), s"]
 	if all[0] != 2 || !math.IsNaN(all[1]) {
@@ -158,16 +158,16 @@ func TestWriteMHC(t *testing.T) {
 }
 
 func TestRunLabelAndMeans(t *testing.T) {
-	results := []mhcResult{{Cache: "stock"}, {Cache: "adapter"}, {Cache: "adapter"}, {Cache: "stock"}}
+	results := []Result{{Cache: "stock"}, {Cache: "adapter"}, {Cache: "adapter"}, {Cache: "stock"}}
 	if got := runLabel(results, 2); got != "adapter ClusterCache #2" {
 		t.Errorf("label %q", got)
 	}
-	rows := []mhcRow{{name: "x", values: []float64{1, 2, 4, 3}}}
-	means := meanByCache(rows, results, "stock", "adapter")
-	if !slices.Equal(means[0].values, []float64{2, 3}) {
-		t.Errorf("means %v, want [2 3]", means[0].values)
+	rows := []Row{{Name: "x", Values: []float64{1, 2, 4, 3}}}
+	means := MeanByCache(rows, results, "stock", "adapter")
+	if !slices.Equal(means[0].Values, []float64{2, 3}) {
+		t.Errorf("means %v, want [2 3]", means[0].Values)
 	}
-	if meanByCache(rows, results[:1], "stock", "adapter") != nil {
+	if MeanByCache(rows, results[:1], "stock", "adapter") != nil {
 		t.Error("means without an adapter run")
 	}
 }
