@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,19 +16,20 @@ import (
 	"github.com/clusterpool/clusterpool/breaker"
 )
 
-// chaosOptions are the flags of the chaos run (make chaos, make
+// Options are the command line of the chaos run (make chaos, make
 // chaos-short): Cluster API v1.14.2's MachineHealthCheck and Machine
 // reconcilers (bench/peers/capi -chaos), one manager per ClusterCache, all
 // at once on one workload fleet, each with a management plane of its own,
 // under one seeded schedule of overlapping faults applied to all of them
 // at the same instant.
-type chaosOptions struct {
-	On       bool          `json:"-"`
-	Short    bool          `json:"short"`
-	Seed     uint64        `json:"seed"`
-	Duration time.Duration `json:"duration_ns"`
-	Caches   []string      `json:"caches"`
-	Machines int           `json:"machines_per_cluster"`
+type Options struct {
+	*fleet.Shared `json:"-"`
+	On            bool          `json:"-"`
+	Short         bool          `json:"short"`
+	Seed          uint64        `json:"seed"`
+	Duration      time.Duration `json:"duration_ns"`
+	Caches        []string      `json:"caches"`
+	Machines      int           `json:"machines_per_cluster"`
 	// Warmup bounds the wait for every Cluster connected and reconciled
 	// before the baseline; Settle is how long after the last fault every
 	// live Cluster has to be connected (and deleted ones gone).
@@ -45,9 +45,11 @@ type chaosOptions struct {
 	PProfDir string `json:"-"`
 }
 
-// chaosFlags defines the chaos run's flags on fs, into co. CHAOS_SEED and
-// CHAOS_DURATION set the defaults of -chaos-seed and -chaos-duration.
-func chaosFlags(fs *flag.FlagSet, co *chaosOptions) {
+// Register defines the chaos run's flags on fs; the Options it returns
+// read the shared ones from sh. CHAOS_SEED and CHAOS_DURATION set the
+// defaults of -chaos-seed and -chaos-duration.
+func Register(fs *flag.FlagSet, sh *fleet.Shared) *Options {
+	co := &Options{Shared: sh}
 	seed, dur := uint64(1), 60*time.Minute
 	if v, err := strconv.ParseUint(os.Getenv("CHAOS_SEED"), 10, 64); err == nil {
 		seed = v
@@ -71,18 +73,19 @@ func chaosFlags(fs *flag.FlagSet, co *chaosOptions) {
 		return nil
 	})
 	fs.Func("chaos-caches", "chaos run: ClusterCaches to run side by side (default adapter,stock; -chaos-short: adapter)", fleet.CachesFlag(&co.Caches))
+	return co
 }
 
-// chaosDefaults applies -chaos-short and the chaos run's fleet defaults
+// Defaults applies -chaos-short and the chaos run's fleet defaults
 // (100 Clusters on 4 apiservers unless -clusters or -apiservers say).
 // -chaos-short fixes everything but the seed, which is -chaos-seed's
-// (default $CHAOS_SEED or 1, chaosFlags): CI's run is seed 1, and another
+// (default $CHAOS_SEED or 1, Register): CI's run is seed 1, and another
 // seed's short run is one variable away; and the caches, the drop-in only
 // unless -chaos-caches says (CI's run gates the drop-in: a second manager
 // and management apiserver would add their load to its figures for a
 // comparison CI does not judge).
-func (o *options) chaosDefaults(fs *flag.FlagSet) error {
-	co := &o.chaos
+func (o *Options) Defaults(fs *flag.FlagSet) error {
+	co := o
 	if co.Short {
 		co.On, co.Duration, co.Machines = true, 3*time.Minute, 2
 		o.Cfg.Clusters, o.APIServers = 30, 3
@@ -106,7 +109,7 @@ func (o *options) chaosDefaults(fs *flag.FlagSet) error {
 }
 
 // validate checks the chaos run's options once their defaults are in.
-func (co *chaosOptions) validate() error {
+func (co *Options) validate() error {
 	if co.Duration <= 0 || co.Machines < 1 || co.Warmup <= 0 || co.Settle <= 0 || co.Steady < 0 {
 		return errors.New("-chaos: want a positive -chaos-duration, -chaos-warmup, -chaos-settle and -chaos-machines")
 	}
@@ -209,7 +212,7 @@ type chaosReport struct {
 	Machine    string        `json:"machine"`
 	Clusters   int           `json:"clusters"`
 	APIServers int           `json:"workload_apiservers"`
-	Options    chaosOptions  `json:"options"`
+	Options    Options       `json:"options"`
 	Schedule   []fault       `json:"schedule"`
 	Results    []chaosResult `json:"results"`
 	// Behind: where the drop-in is behind the stock cache (behindOf; empty
@@ -218,9 +221,9 @@ type chaosReport struct {
 	Wall   float64     `json:"wall_s"`
 }
 
-// runChaosMode is the -chaos run.
-func runChaosMode(ctx context.Context, o options, root string, out io.Writer) error {
-	co := o.chaos
+// Run is the -chaos run, or with -chaos-from its report printed again.
+func Run(ctx context.Context, o *Options) error {
+	co, root, out := *o, o.Root, o.Out
 	if co.From != "" {
 		var rep chaosReport
 		if err := fleet.ReadJSON(co.From, &rep); err != nil {

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"flag"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
 	"github.com/clusterpool/clusterpool/bench/peers/protocol"
 )
 
@@ -134,14 +136,24 @@ func TestChaosCaches(t *testing.T) {
 		{[]string{"-chaos-short", "-chaos-caches", "adapter,stock"}, []string{"adapter", "stock"}},
 		{[]string{"-chaos"}, []string{"adapter", "stock"}},
 	} {
-		o, err := parseFlags(tc.args)
-		if err != nil || !slices.Equal(o.chaos.Caches, tc.want) {
-			t.Errorf("%v: caches %v, %v; want %v", tc.args, o.chaos.Caches, err, tc.want)
+		o, err := parse(tc.args...)
+		if err != nil || !slices.Equal(o.Caches, tc.want) {
+			t.Errorf("%v: caches %v, %v; want %v", tc.args, o.Caches, err, tc.want)
 		}
 	}
-	for _, args := range [][]string{{"-chaos-short", "-chaos-caches", "stock"}, {"-chaos", "-chaos-caches", "adapter,adapter"}} {
-		if _, err := parseFlags(args); err == nil {
+	for _, args := range [][]string{{"-chaos-short", "-chaos-caches", "stock"}, {"-chaos", "-chaos-caches", "adapter,adapter"}, {"-chaos", "-chaos-caches", "before"}} {
+		if _, err := parse(args...); err == nil {
 			t.Errorf("%v: no error", args)
 		}
 	}
+}
+
+// parse is the driver's command line as far as a chaos run reads it.
+func parse(args ...string) (*Options, error) {
+	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
+	o := Register(fs, fleet.Flags(fs))
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	return o, o.Defaults(fs)
 }

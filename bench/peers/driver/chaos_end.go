@@ -115,7 +115,7 @@ func (r *chaosRun) judge(ctx context.Context, s *chaosSide, restored time.Time, 
 // its manager with its baseline.
 func (r *chaosRun) judgeEnd(ctx context.Context, s *chaosSide, restored time.Time) chaosVerdicts {
 	v := chaosVerdicts{Baseline: s.base, AllConnectedAfter: -1}
-	deadline := restored.Add(r.o.chaos.Settle)
+	deadline := restored.Add(r.o.Settle)
 	for {
 		down, at := s.trace.notConnected(r.cf.live())
 		if len(down) == 0 && at.After(restored) {
@@ -133,7 +133,7 @@ func (r *chaosRun) judgeEnd(ctx context.Context, s *chaosSide, restored time.Tim
 	v.Lingering = r.waitGone(ctx, s, deadline)
 	r.waitBack(ctx, s)
 	v.End, v.Leaked = s.endStats(ctx)
-	prof, err := s.goroutines(ctx, r.o.chaos.PProfDir, "end")
+	prof, err := s.goroutines(ctx, r.o.PProfDir, "end")
 	if err = errors.Join(s.profErr, err); err != nil {
 		v.ProfileError = err.Error()
 	} else {

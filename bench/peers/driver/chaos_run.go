@@ -16,7 +16,7 @@ import (
 
 // chaosSetup is what the run needs.
 type chaosSetup struct {
-	o                  options
+	o                  *Options
 	root, bin, capiDir string
 	caches             []string
 	schedule           []fault
@@ -80,7 +80,7 @@ func runChaos(ctx context.Context, s chaosSetup) ([]chaosResult, error) {
 			Append("authentication-token-webhook-cache-ttl", fleet.WebhookCacheTTL.String())
 	}
 	fmt.Fprintf(os.Stderr, "bench-chaos: starting %d workload apiservers and %d management apiservers (%s), %d Clusters × %d Machines\n",
-		s.o.APIServers, len(s.caches), strings.Join(s.caches, ", "), s.o.Cfg.Clusters, s.o.chaos.Machines)
+		s.o.APIServers, len(s.caches), strings.Join(s.caches, ", "), s.o.Cfg.Clusters, s.o.Machines)
 	fleets, err := startPlaneFleets(ctx, s.root, s.o.APIServers, len(s.caches), configure)
 	if err != nil {
 		return nil, err
@@ -151,7 +151,7 @@ func (r *chaosRun) prepare(ctx context.Context, fleets []*fleet.Fleet, a *fleet.
 		}
 		planes = append(planes, &chaosPlane{cache: r.caches[i], index: i, mgmt: f.Mgmt, kubeconfig: f.Kubeconfig, proc: proc})
 	}
-	cf, err := newChaosFleet(fleets[0], planes, a, r.o.chaos.Machines)
+	cf, err := newChaosFleet(fleets[0], planes, a, r.o.Machines)
 	if err != nil {
 		return err
 	}
@@ -220,8 +220,8 @@ func (r *chaosRun) run(ctx context.Context) ([]chaosResult, error) {
 	if err := r.waitSettled(ctx, start); err != nil {
 		return nil, fmt.Errorf("before the first fault: %w", err)
 	}
-	sleepCtx(ctx, r.o.chaos.Steady)
-	if err := onAll(ctx, r.sides, func(ctx context.Context, s *chaosSide) error { return s.baseline(ctx, r.o.chaos.PProfDir) }); err != nil {
+	sleepCtx(ctx, r.o.Steady)
+	if err := onAll(ctx, r.sides, func(ctx context.Context, s *chaosSide) error { return s.baseline(ctx, r.o.PProfDir) }); err != nil {
 		return nil, err
 	}
 	r.t0 = time.Now()
@@ -244,7 +244,7 @@ func (r *chaosRun) run(ctx context.Context) ([]chaosResult, error) {
 // has every live Cluster connected and none waiting for a reconcile, and
 // records when each side got there.
 func (r *chaosRun) waitSettled(ctx context.Context, start time.Time) error {
-	deadline := start.Add(r.o.chaos.Warmup)
+	deadline := start.Add(r.o.Warmup)
 	done := make([]bool, len(r.sides))
 	for {
 		live, left := r.cf.live(), 0
@@ -280,7 +280,7 @@ func (r *chaosRun) notSettled(live []string, done []bool) error {
 		down, _ := s.trace.notConnected(live)
 		waiting := s.trace.waiting()
 		errs = append(errs, fmt.Errorf("%s: after %s: %d of %d Clusters not connected (%v), %d not reconciled (%v)",
-			s.cache, r.o.chaos.Warmup, len(down), len(live), down, len(waiting), waiting))
+			s.cache, r.o.Warmup, len(down), len(live), down, len(waiting), waiting))
 	}
 	return errors.Join(errs...)
 }

@@ -39,15 +39,15 @@ func (s *chaosSide) planeName() string { return s.cache }
 
 // newChaosSide prepares cache's side on plane: its manager's arguments
 // (o's), its stderr to log, its trace of cf's live Clusters.
-func newChaosSide(o options, bin string, plane *chaosPlane, cf *chaosFleet, log io.Writer) *chaosSide {
+func newChaosSide(o *Options, bin string, plane *chaosPlane, cf *chaosFleet, log io.Writer) *chaosSide {
 	args := []string{"-chaos", "-kubeconfig", plane.kubeconfig, "-namespace", fleet.Namespace, "-cache", plane.cache,
 		"-sample", chaosSampleEvery.String(), "-hung-after", chaosHungAfter.String(), "-pprof", "127.0.0.1:0"}
-	if o.chaos.Gates != "" {
-		args = append(args, "-feature-gates", o.chaos.Gates)
+	if o.Gates != "" {
+		args = append(args, "-feature-gates", o.Gates)
 	}
 	s := &chaosSide{cache: plane.cache, plane: plane, peer: newPeerProc(bin, args, log), trace: newChaosTrace(cf.live),
 		collected: make(chan struct{})}
-	if o.chaos.Race {
+	if o.Race {
 		s.peer.env = []string{"GORACE=halt_on_error=1"}
 	}
 	go func() { s.trace.collect(s.peer.Samples); close(s.collected) }()

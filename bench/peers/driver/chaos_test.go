@@ -295,12 +295,12 @@ func TestChaosShortKeepsAnExplicitSeed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("CHAOS_SEED", tc.env)
-			o, err := parseFlags(tc.args)
+			o, err := parse(tc.args...)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if o.chaos.Seed != tc.want || o.chaos.Duration != 3*time.Minute || o.Cfg.Clusters != 30 {
-				t.Errorf("seed %d, duration %v, clusters %d; want seed %d, 3m0s, 30", o.chaos.Seed, o.chaos.Duration, o.Cfg.Clusters, tc.want)
+			if o.Seed != tc.want || o.Duration != 3*time.Minute || o.Cfg.Clusters != 30 {
+				t.Errorf("seed %d, duration %v, clusters %d; want seed %d, 3m0s, 30", o.Seed, o.Duration, o.Cfg.Clusters, tc.want)
 			}
 		})
 	}

@@ -31,7 +31,7 @@ type options struct {
 	scaleRun  *scale.Options
 	rotation  *rotation.Options
 	mhc       *mhc.Options
-	chaos     chaosOptions
+	chaos     *Options
 	ba        beforeAfterOptions
 }
 
@@ -81,7 +81,7 @@ func parseFlags(args []string) (options, error) {
 	o.scaleRun = scale.Register(fs, o.Shared)
 	o.rotation = rotation.Register(fs, o.Shared)
 	o.mhc = mhc.Register(fs, o.Shared)
-	chaosFlags(fs, &o.chaos)
+	o.chaos = Register(fs, o.Shared)
 	beforeAfterFlags(fs, &o.ba)
 	fs.BoolVar(&o.smoke, "smoke", false, "the make test smoke: 4 clusters on 1 apiserver, 3 objects, the dead scenario for 10 s; fails unless every peer reconciled")
 	if err := fs.Parse(args); err != nil {
@@ -99,7 +99,7 @@ func parseFlags(args []string) (options, error) {
 	if err := o.rotation.Defaults(fs); err != nil {
 		return o, err
 	}
-	if err := o.chaosDefaults(fs); err != nil {
+	if err := o.chaos.Defaults(fs); err != nil {
 		return o, err
 	}
 	if err := o.mhc.Defaults(); err != nil {
@@ -174,7 +174,7 @@ func (o options) managerMode() func(context.Context, options, string, io.Writer)
 	case o.mhc.On:
 		return func(ctx context.Context, o options, _ string, _ io.Writer) error { return mhc.Run(ctx, o.mhc) }
 	case o.chaos.On:
-		return runChaosMode
+		return func(ctx context.Context, o options, _ string, _ io.Writer) error { return Run(ctx, o.chaos) }
 	case o.ba.Dir != "":
 		return runBeforeAfter
 	}

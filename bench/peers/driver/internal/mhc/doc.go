@@ -10,7 +10,8 @@
 // Reading the report: one table, a column per run and a row per figure
 // (Rows): when the healthy clusters' Machines were checked and their
 // MachineHealthChecks reported healthy, reconcile errors, dials and the
-// peer's memory. Lower is better unless the row says otherwise; a value
+// peer's memory. Lower is better except in the rows that are only
+// informational or where more is better; a value
 // that was never reached prints as such. -mhc-from prints a report's -json
 // file again.
 package mhc
