@@ -15,6 +15,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/chaos"
 	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
 	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/mhc"
 	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/rotation"
@@ -31,7 +32,7 @@ type options struct {
 	scaleRun  *scale.Options
 	rotation  *rotation.Options
 	mhc       *mhc.Options
-	chaos     *Options
+	chaos     *chaos.Options
 	ba        beforeAfterOptions
 }
 
@@ -81,7 +82,7 @@ func parseFlags(args []string) (options, error) {
 	o.scaleRun = scale.Register(fs, o.Shared)
 	o.rotation = rotation.Register(fs, o.Shared)
 	o.mhc = mhc.Register(fs, o.Shared)
-	o.chaos = Register(fs, o.Shared)
+	o.chaos = chaos.Register(fs, o.Shared)
 	beforeAfterFlags(fs, &o.ba)
 	fs.BoolVar(&o.smoke, "smoke", false, "the make test smoke: 4 clusters on 1 apiserver, 3 objects, the dead scenario for 10 s; fails unless every peer reconciled")
 	if err := fs.Parse(args); err != nil {
@@ -174,7 +175,7 @@ func (o options) managerMode() func(context.Context, options, string, io.Writer)
 	case o.mhc.On:
 		return func(ctx context.Context, o options, _ string, _ io.Writer) error { return mhc.Run(ctx, o.mhc) }
 	case o.chaos.On:
-		return func(ctx context.Context, o options, _ string, _ io.Writer) error { return Run(ctx, o.chaos) }
+		return func(ctx context.Context, o options, _ string, _ io.Writer) error { return chaos.Run(ctx, o.chaos) }
 	case o.ba.Dir != "":
 		return runBeforeAfter
 	}
