@@ -17,15 +17,20 @@ import (
 	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
 )
 
-// beforeAfterOptions are the flags of the -before-after report (make
-// bench-before-after): Dir holds the raw outputs of hack/before-after.sh.
+// beforeAfterOptions are the command line of the -before-after report
+// (make bench-before-after): the shared flags (it reads -json), and Dir,
+// which holds the raw outputs of hack/before-after.sh.
 type beforeAfterOptions struct {
+	*fleet.Shared
 	Dir string
 }
 
-// beforeAfterFlags defines the -before-after report's flag on fs, into o.
-func beforeAfterFlags(fs *flag.FlagSet, o *beforeAfterOptions) {
+// registerBeforeAfter defines the -before-after report's flag on fs; the
+// Options it returns read the shared ones from sh.
+func registerBeforeAfter(fs *flag.FlagSet, sh *fleet.Shared) *beforeAfterOptions {
+	o := &beforeAfterOptions{Shared: sh}
 	fs.StringVar(&o.Dir, "before-after", "", "run nothing: print the before/after report of the raw outputs hack/before-after.sh wrote to this directory (make bench-before-after)")
+	return o
 }
 
 // beforeLabel is the name the before tree's programs run under: the
@@ -122,21 +127,22 @@ type baReport struct {
 var baSources = []func(dir string) (baSection, error){benchSection, soakSection, peersSection, mhcSection}
 
 // runBeforeAfter is the -before-after report: every bar's figures from
-// the raw outputs in o.ba.Dir, as markdown to out and JSON to -json.
-func runBeforeAfter(_ context.Context, o options, _ string, out io.Writer) error {
+// the raw outputs in o.Dir, as markdown to o.Out and JSON to -json.
+func runBeforeAfter(_ context.Context, o *beforeAfterOptions) error {
+	out := o.Out
 	rep := baReport{Date: time.Now().UTC().Format(time.RFC3339), Machine: fleet.Machine(), Before: "unknown", After: "unknown",
 		UnchangedWithin: unchangedWithin}
-	if err := readTrees(filepath.Join(o.ba.Dir, "trees.txt"), &rep); err != nil {
+	if err := readTrees(filepath.Join(o.Dir, "trees.txt"), &rep); err != nil {
 		return err
 	}
 	for _, source := range baSources {
-		s, err := source(o.ba.Dir)
+		s, err := source(o.Dir)
 		if err != nil {
 			return err
 		}
 		rep.Sections = append(rep.Sections, s)
 	}
-	if err := writeBeforeAfter(out, rep, filepath.Base(o.ba.Dir)); err != nil {
+	if err := writeBeforeAfter(out, rep, filepath.Base(o.Dir)); err != nil {
 		return err
 	}
 	return fleet.WriteJSON(o.JSONOut, rep)

@@ -8,7 +8,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -16,39 +15,6 @@ import (
 	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/mhc"
 	"github.com/clusterpool/clusterpool/bench/peers/protocol"
 )
-
-// A bench-peers run with another tree's clusterpool (-peer) runs it after
-// the strategies, from the binary given, and the model check leaves it
-// out: bench/sim has no model of it.
-func TestPeerInBenchPeersRun(t *testing.T) {
-	o, err := parseFlags([]string{"-strategies", "cct,clustercache,clusterpool", "-peer", "before=/before/clusterpool", "-run", "^dead$"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := []string{"cct", "clustercache", "clusterpool", "before"}; !reflect.DeepEqual(o.Strategies, want) {
-		t.Fatalf("strategies %v, want %v", o.Strategies, want)
-	}
-	o.Strategies = []string{"before"} // the others would be built
-	o.Root = t.TempDir()
-	bins, err := fleet.BuildPeers(context.Background(), o.Shared)
-	if err != nil || bins["before"] != "/before/clusterpool" {
-		t.Fatalf("BuildPeers: %v, %v", bins, err)
-	}
-	var ran []fleet.Scenario
-	for _, sc := range fleet.Scenarios(o.Timing) {
-		if o.run.MatchString(sc.Name) {
-			ran = append(ran, sc)
-		}
-	}
-	rep := report{Config: o.Cfg, Results: []result{{Scenario: "dead", Strategy: "before"}}}
-	var out bytes.Buffer
-	if err := modelCheck(context.Background(), o, ran, &rep, &out); err != nil {
-		t.Fatalf("model check with a -peer result: %v", err)
-	}
-	if len(rep.Model) != 0 {
-		t.Fatalf("the -peer program was modelled: %v", rep.Model)
-	}
-}
 
 func TestVerdict(t *testing.T) {
 	nan := math.NaN()
@@ -126,8 +92,8 @@ func TestBeforeAfterReport(t *testing.T) {
 	})
 	jsonFile := filepath.Join(t.TempDir(), "ba.json")
 	var out bytes.Buffer
-	o := options{Shared: &fleet.Shared{JSONOut: jsonFile}, ba: beforeAfterOptions{Dir: dir}}
-	if err := runBeforeAfter(context.Background(), o, "", &out); err != nil {
+	o := &beforeAfterOptions{Shared: &fleet.Shared{JSONOut: jsonFile, Out: &out}, Dir: dir}
+	if err := runBeforeAfter(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}
 	md := out.String()
@@ -163,7 +129,7 @@ func TestBeforeAfterReport(t *testing.T) {
 // A bar whose raw output is missing says so instead of failing the report.
 func TestBeforeAfterMissing(t *testing.T) {
 	var out bytes.Buffer
-	if err := runBeforeAfter(context.Background(), options{Shared: &fleet.Shared{}, ba: beforeAfterOptions{Dir: t.TempDir()}}, "", &out); err != nil {
+	if err := runBeforeAfter(context.Background(), &beforeAfterOptions{Shared: &fleet.Shared{Out: &out}, Dir: t.TempDir()}); err != nil {
 		t.Fatal(err)
 	}
 	if n := strings.Count(out.String(), "No figures: not run."); n != len(baSources) {

@@ -1,97 +1,17 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"flag"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
 	"github.com/clusterpool/clusterpool/bench/peers/protocol"
-	"github.com/clusterpool/clusterpool/internal/faultproxy"
 )
-
-func testTiming() fleet.Timing {
-	return fleet.Timing{Fraction: 0.2, Herd: time.Minute, Dead: time.Minute, RecoverAt: 20 * time.Second,
-		RecoverSpread: time.Minute, RecoverAfter: time.Minute, Flap: 90 * time.Second, FlapPeriod: 30 * time.Second}
-}
-
-func scenarioNamed(t *testing.T, name string) fleet.Scenario {
-	t.Helper()
-	for _, sc := range fleet.Scenarios(testTiming()) {
-		if sc.Name == name {
-			return sc
-		}
-	}
-	t.Fatalf("no scenario %q", name)
-	return fleet.Scenario{}
-}
-
-func TestLayoutIsSeededAndSized(t *testing.T) {
-	for _, name := range []string{"herd", "dead", "recovery", "flapping"} {
-		sc := scenarioNamed(t, name)
-		a, b := sc.Lay(40, 7), sc.Lay(40, 7)
-		if !reflect.DeepEqual(a, b) {
-			t.Fatalf("%s: same seed, different layouts", name)
-		}
-		faulty := 0
-		for _, r := range a.Roles {
-			if r != "healthy" {
-				faulty++
-				if r != sc.Role {
-					t.Fatalf("%s: role %q, want %q", name, r, sc.Role)
-				}
-			}
-		}
-		if want := int(sc.Fraction*40 + 0.5); faulty != want {
-			t.Fatalf("%s: %d faulty clusters, want %d", name, faulty, want)
-		}
-		if !slices.IsSortedFunc(a.Events, func(x, y fleet.Event) int { return int(x.At - y.At) }) {
-			t.Fatalf("%s: events not sorted", name)
-		}
-	}
-}
-
-func TestRecoveringClustersPassOnceInTheirWindow(t *testing.T) {
-	sc := scenarioNamed(t, "recovery")
-	l := sc.Lay(50, 3)
-	seen := map[int]bool{}
-	for _, ev := range l.Events {
-		if ev.Mode != faultproxy.Pass || ev.At < sc.RecoverAt || ev.At >= sc.RecoverAt+sc.RecoverSpread || seen[ev.Cluster] {
-			t.Fatalf("bad recovery event %+v", ev)
-		}
-		if l.Initial[ev.Cluster] != faultproxy.Hold {
-			t.Fatalf("cluster %d recovers but does not start held", ev.Cluster)
-		}
-		seen[ev.Cluster] = true
-	}
-	if len(seen) != 10 {
-		t.Fatalf("%d clusters recover, want 10", len(seen))
-	}
-}
-
-func TestFlappingAlternatesEveryPeriod(t *testing.T) {
-	sc := scenarioNamed(t, "flapping")
-	l := sc.Lay(20, 5)
-	last := map[int]fleet.Event{}
-	for _, ev := range l.Events {
-		if ev.At >= sc.Duration {
-			t.Fatalf("event after the run: %+v", ev)
-		}
-		prev, ok := last[ev.Cluster]
-		switch {
-		case !ok && ev.Mode != faultproxy.Hold:
-			t.Fatalf("cluster %d does not go down first", ev.Cluster)
-		case ok && (ev.Mode == prev.Mode || ev.At-prev.At != sc.FlapPeriod):
-			t.Fatalf("cluster %d: %+v after %+v", ev.Cluster, ev, prev)
-		}
-		last[ev.Cluster] = ev
-	}
-	if len(last) != 4 {
-		t.Fatalf("%d clusters flap, want 4", len(last))
-	}
-}
 
 func TestRecovery(t *testing.T) {
 	at := time.UnixMilli(10_000)
@@ -117,26 +37,6 @@ func TestComparisonOff(t *testing.T) {
 	}
 }
 
-func TestCRDServesBothVersions(t *testing.T) {
-	root, err := fleet.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	crd, err := fleet.LoadClusterCRD(root + "/" + fleet.ClusterCRDFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vs := crd.Object["spec"].(map[string]any)["versions"].([]any)
-	storage := map[string]bool{}
-	for _, v := range vs {
-		m := v.(map[string]any)
-		storage[m["name"].(string)] = m["storage"].(bool)
-	}
-	if !reflect.DeepEqual(storage, map[string]bool{"v1beta1": true, "v1beta2": false}) {
-		t.Fatalf("versions %v", storage)
-	}
-}
-
 func TestReportTables(t *testing.T) {
 	var b strings.Builder
 	res := result{Scenario: "recovery", Strategy: "cct", Dials: 12, FaultyDials: 5, RecoveryMean: -1,
@@ -154,4 +54,51 @@ func TestReportTables(t *testing.T) {
 	if s := b.String(); !strings.Contains(s, "| dead | cct | p99 ms | 150 | 100 | 1.50× | **> 20 %** |") {
 		t.Fatalf("model table:\n%s", s)
 	}
+}
+
+// A bench-peers run with another tree's clusterpool (-peer) runs it after
+// the strategies, from the binary given, and the model check leaves it
+// out: bench/sim has no model of it.
+func TestPeerInBenchPeersRun(t *testing.T) {
+	o, err := parse("-strategies", "cct,clustercache,clusterpool", "-peer", "before=/before/clusterpool", "-run", "^dead$")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"cct", "clustercache", "clusterpool", "before"}; !reflect.DeepEqual(o.Strategies, want) {
+		t.Fatalf("strategies %v, want %v", o.Strategies, want)
+	}
+	o.Strategies = []string{"before"} // the others would be built
+	o.Root = t.TempDir()
+	bins, err := fleet.BuildPeers(context.Background(), o.Shared)
+	if err != nil || bins["before"] != "/before/clusterpool" {
+		t.Fatalf("BuildPeers: %v, %v", bins, err)
+	}
+	var ran []fleet.Scenario
+	for _, sc := range fleet.Scenarios(o.Timing) {
+		if o.run.MatchString(sc.Name) {
+			ran = append(ran, sc)
+		}
+	}
+	rep := report{Config: o.Cfg, Results: []result{{Scenario: "dead", Strategy: "before"}}}
+	var out bytes.Buffer
+	if err := modelCheck(context.Background(), o, ran, &rep, &out); err != nil {
+		t.Fatalf("model check with a -peer result: %v", err)
+	}
+	if len(rep.Model) != 0 {
+		t.Fatalf("the -peer program was modelled: %v", rep.Model)
+	}
+}
+
+// parse is the driver's command line as far as a bench-peers run reads it.
+func parse(args ...string) (*Options, error) {
+	fs := flag.NewFlagSet("peers", flag.ContinueOnError)
+	sh := fleet.Flags(fs)
+	o := Register(fs, sh)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	o.ApplySmoke()
+	sh.SplitStrategies()
+	sh.AddExtra()
+	return o, o.Defaults()
 }

@@ -12,9 +12,11 @@
 // until the cluster's MachineHealthCheck and each of its Machines have
 // reconciled successfully — as samples, p50 / p99 / max and how many were
 // past the cache's bound (derived from its probe and retry timings, see
-// boundFor); then the verdicts per cache: stuck clusters, leaked goroutines
-// or connections, crossed clusters (an object read through another
-// cluster's client), hung calls, crashes and panics; where both caches ran,
+// boundFor); then the verdicts per cache: stuck (live Clusters not
+// connected after the last fault, deleted ones' connections, clients or
+// series left), leaked (goroutines, fds, TCP connections, live heap from
+// the baseline to the end), crossed (Nodes read through another cluster's
+// client), hung calls, panics and crashes; where both caches ran,
 // where the drop-in is behind the stock cache. -chaos-short is CI's gate:
 // it fails unless every verdict of the drop-in is 0. -chaos-from prints a
 // report's -json file again.

@@ -53,7 +53,7 @@ func Start(ctx context.Context, root string, m, k, n int, configure ...func(int,
 	if _, err := envtestutil.Assets(); err != nil {
 		return nil, err
 	}
-	crd, err := LoadClusterCRD(filepath.Join(root, ClusterCRDFile))
+	crd, err := loadClusterCRD(filepath.Join(root, clusterCRDFile))
 	if err != nil {
 		return nil, err
 	}
