@@ -13,9 +13,11 @@ import (
 	"github.com/go-logr/logr/funcr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/beforeafter"
 	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/chaos"
 	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
 	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/mhc"
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/peers"
 	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/rotation"
 	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/scale"
 )
@@ -23,12 +25,12 @@ import (
 // options are the command line: the shared flags and each experiment's.
 type options struct {
 	shared   *fleet.Shared
-	peers    *Options
+	peers    *peers.Options
 	scale    *scale.Options
 	rotation *rotation.Options
 	mhc      *mhc.Options
 	chaos    *chaos.Options
-	ba       *beforeAfterOptions
+	ba       *beforeafter.Options
 }
 
 func main() {
@@ -60,8 +62,8 @@ func main() {
 func parseFlags(args []string) (options, error) {
 	fs := flag.NewFlagSet("driver", flag.ContinueOnError)
 	sh := fleet.Flags(fs)
-	o := options{shared: sh, peers: Register(fs, sh), scale: scale.Register(fs, sh), rotation: rotation.Register(fs, sh),
-		mhc: mhc.Register(fs, sh), chaos: chaos.Register(fs, sh), ba: registerBeforeAfter(fs, sh)}
+	o := options{shared: sh, peers: peers.Register(fs, sh), scale: scale.Register(fs, sh), rotation: rotation.Register(fs, sh),
+		mhc: mhc.Register(fs, sh), chaos: chaos.Register(fs, sh), ba: beforeafter.Register(fs, sh)}
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -102,7 +104,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 func (o options) experiment() func(context.Context) error {
 	switch {
 	case o.peers.ModelFrom != "":
-		return func(ctx context.Context) error { return Run(ctx, o.peers) }
+		return func(ctx context.Context) error { return peers.Run(ctx, o.peers) }
 	case o.scale.From != "":
 		return func(ctx context.Context) error { return scale.Run(ctx, o.scale) }
 	case o.mhc.On:
@@ -110,11 +112,11 @@ func (o options) experiment() func(context.Context) error {
 	case o.chaos.On:
 		return func(ctx context.Context) error { return chaos.Run(ctx, o.chaos) }
 	case o.ba.Dir != "":
-		return func(ctx context.Context) error { return runBeforeAfter(ctx, o.ba) }
+		return func(ctx context.Context) error { return beforeafter.Run(ctx, o.ba) }
 	case o.scale.On():
 		return func(ctx context.Context) error { return scale.Run(ctx, o.scale) }
 	case o.rotation.On():
 		return func(ctx context.Context) error { return rotation.Run(ctx, o.rotation) }
 	}
-	return func(ctx context.Context) error { return Run(ctx, o.peers) }
+	return func(ctx context.Context) error { return peers.Run(ctx, o.peers) }
 }

@@ -1,8 +1,9 @@
-package main
+package peers
 
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
 	"github.com/clusterpool/clusterpool/bench/sim"
@@ -54,7 +55,7 @@ func (c comparison) Off() bool {
 }
 
 // compare lists the figures both sides have.
-func compare(m sim.Result, r result) []comparison {
+func compare(m sim.Result, r Result) []comparison {
 	f := r.Figures
 	rows := []struct {
 		name        string
@@ -79,3 +80,7 @@ func compare(m sim.Result, r result) []comparison {
 	}
 	return out
 }
+
+// hasModel reports whether bench/sim models strategy: a -peer program
+// (another tree's clusterpool, say) has no model to check it against.
+func hasModel(strategy string) bool { return slices.Contains(sim.Strategies(), strategy) }

@@ -1,4 +1,4 @@
-package main
+package peers
 
 import (
 	"bytes"
@@ -15,8 +15,8 @@ import (
 	"github.com/clusterpool/clusterpool/bench/peers/protocol"
 )
 
-// result is one strategy's real figures on one scenario.
-type result struct {
+// Result is one strategy's real figures on one scenario.
+type Result struct {
 	Scenario string           `json:"scenario"`
 	Strategy string           `json:"strategy"`
 	Figures  protocol.Figures `json:"figures"`
@@ -32,7 +32,7 @@ type result struct {
 
 // runPeer runs the peer binary bin on f with sc laid out as l, switching the
 // proxies as l says, and returns its figures.
-func runPeer(ctx context.Context, f *fleet.Fleet, bin, strategy string, sc fleet.Scenario, l fleet.Layout, cfg fleet.Config) (result, error) {
+func runPeer(ctx context.Context, f *fleet.Fleet, bin, strategy string, sc fleet.Scenario, l fleet.Layout, cfg fleet.Config) (Result, error) {
 	for i, p := range f.Proxies {
 		p.SetMode(l.Initial[i])
 	}
@@ -56,7 +56,7 @@ func runPeer(ctx context.Context, f *fleet.Fleet, bin, strategy string, sc fleet
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, os.Stderr
 	if err := cmd.Start(); err != nil {
-		return result{}, fmt.Errorf("starting %s: %w", strategy, err)
+		return Result{}, fmt.Errorf("starting %s: %w", strategy, err)
 	}
 	recovered := make(chan map[int]time.Time, 1)
 	stop := make(chan struct{})
@@ -65,11 +65,11 @@ func runPeer(ctx context.Context, f *fleet.Fleet, bin, strategy string, sc fleet
 	close(stop)
 	recoveredAt := <-recovered
 	if err != nil {
-		return result{}, fmt.Errorf("%s on %s: %w", strategy, sc.Name, err)
+		return Result{}, fmt.Errorf("%s on %s: %w", strategy, sc.Name, err)
 	}
-	res := result{Scenario: sc.Name, Strategy: strategy}
+	res := Result{Scenario: sc.Name, Strategy: strategy}
 	if err := json.Unmarshal(out.Bytes(), &res.Figures); err != nil {
-		return result{}, fmt.Errorf("%s: decoding its figures: %w", strategy, err)
+		return Result{}, fmt.Errorf("%s: decoding its figures: %w", strategy, err)
 	}
 	for i, p := range f.Proxies {
 		d := p.Accepted() - before[i]

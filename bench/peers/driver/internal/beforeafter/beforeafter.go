@@ -1,4 +1,4 @@
-package main
+package beforeafter
 
 import (
 	"context"
@@ -17,18 +17,18 @@ import (
 	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
 )
 
-// beforeAfterOptions are the command line of the -before-after report
+// Options are the command line of the -before-after report
 // (make bench-before-after): the shared flags (it reads -json), and Dir,
 // which holds the raw outputs of hack/before-after.sh.
-type beforeAfterOptions struct {
+type Options struct {
 	*fleet.Shared
 	Dir string
 }
 
-// registerBeforeAfter defines the -before-after report's flag on fs; the
+// Register defines the -before-after report's flag on fs; the
 // Options it returns read the shared ones from sh.
-func registerBeforeAfter(fs *flag.FlagSet, sh *fleet.Shared) *beforeAfterOptions {
-	o := &beforeAfterOptions{Shared: sh}
+func Register(fs *flag.FlagSet, sh *fleet.Shared) *Options {
+	o := &Options{Shared: sh}
 	fs.StringVar(&o.Dir, "before-after", "", "run nothing: print the before/after report of the raw outputs hack/before-after.sh wrote to this directory (make bench-before-after)")
 	return o
 }
@@ -126,9 +126,9 @@ type baReport struct {
 // in a directory (beforeafter_sources.go).
 var baSources = []func(dir string) (baSection, error){benchSection, soakSection, peersSection, mhcSection}
 
-// runBeforeAfter is the -before-after report: every bar's figures from
+// Run is the -before-after report: every bar's figures from
 // the raw outputs in o.Dir, as markdown to o.Out and JSON to -json.
-func runBeforeAfter(_ context.Context, o *beforeAfterOptions) error {
+func Run(_ context.Context, o *Options) error {
 	out := o.Out
 	rep := baReport{Date: time.Now().UTC().Format(time.RFC3339), Machine: fleet.Machine(), Before: "unknown", After: "unknown",
 		UnchangedWithin: unchangedWithin}

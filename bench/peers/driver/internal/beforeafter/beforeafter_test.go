@@ -1,4 +1,4 @@
-package main
+package beforeafter
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
 	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/mhc"
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/peers"
 	"github.com/clusterpool/clusterpool/bench/peers/protocol"
 )
 
@@ -74,8 +75,8 @@ func TestBeforeAfterReport(t *testing.T) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	peer := func(strategy string, p99 float64, all float64) result {
-		return result{Scenario: "dead", Strategy: strategy, Figures: protocol.Figures{P99Ms: p99, AllReconciled: all, HealthyPerSec: 10}}
+	peer := func(strategy string, p99 float64, all float64) peers.Result {
+		return peers.Result{Scenario: "dead", Strategy: strategy, Figures: protocol.Figures{P99Ms: p99, AllReconciled: all, HealthyPerSec: 10}}
 	}
 	mhcRun := func(cache string, errs int) mhc.Result {
 		return mhc.Result{Cache: cache, Machines: 1, Roles: map[string]string{"c1": "healthy"}, Figures: protocol.MHCFigures{ReconcileErrors: errs}}
@@ -86,14 +87,14 @@ func TestBeforeAfterReport(t *testing.T) {
 		"soak-1-before.txt": fmt.Sprintf(soakOutput, "1000", "4ms", "PASS"),
 		"soak-2-after.txt":  fmt.Sprintf(soakOutput, "900", "2ms", "PASS"),
 		"soak-3-after.txt":  fmt.Sprintf(soakOutput, "1", "1s", "FAIL"),
-		"peers.json":        jsonText(t, report{Results: []result{peer("clustercache", 1, 5), peer("clusterpool", 200, -1), peer("before", 100, 7)}}),
+		"peers.json":        jsonText(t, peers.Report{Results: []peers.Result{peer("clustercache", 1, 5), peer("clusterpool", 200, -1), peer("before", 100, 7)}}),
 		"trees.txt":         "before 1bc0d5e\nafter HEAD with changes\n",
 		"mhc.json":          jsonText(t, mhc.Report{Results: []mhc.Result{mhcRun("stock", 9), mhcRun("adapter", 3), mhcRun("before", 4), mhcRun("before", 6), mhcRun("adapter", 5)}}),
 	})
 	jsonFile := filepath.Join(t.TempDir(), "ba.json")
 	var out bytes.Buffer
-	o := &beforeAfterOptions{Shared: &fleet.Shared{JSONOut: jsonFile, Out: &out}, Dir: dir}
-	if err := runBeforeAfter(context.Background(), o); err != nil {
+	o := &Options{Shared: &fleet.Shared{JSONOut: jsonFile, Out: &out}, Dir: dir}
+	if err := Run(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}
 	md := out.String()
@@ -129,7 +130,7 @@ func TestBeforeAfterReport(t *testing.T) {
 // A bar whose raw output is missing says so instead of failing the report.
 func TestBeforeAfterMissing(t *testing.T) {
 	var out bytes.Buffer
-	if err := runBeforeAfter(context.Background(), &beforeAfterOptions{Shared: &fleet.Shared{Out: &out}, Dir: t.TempDir()}); err != nil {
+	if err := Run(context.Background(), &Options{Shared: &fleet.Shared{Out: &out}, Dir: t.TempDir()}); err != nil {
 		t.Fatal(err)
 	}
 	if n := strings.Count(out.String(), "No figures: not run."); n != len(baSources) {

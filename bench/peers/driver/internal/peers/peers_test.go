@@ -1,4 +1,4 @@
-package main
+package peers
 
 import (
 	"bytes"
@@ -39,9 +39,9 @@ func TestComparisonOff(t *testing.T) {
 
 func TestReportTables(t *testing.T) {
 	var b strings.Builder
-	res := result{Scenario: "recovery", Strategy: "cct", Dials: 12, FaultyDials: 5, RecoveryMean: -1,
+	res := Result{Scenario: "recovery", Strategy: "cct", Dials: 12, FaultyDials: 5, RecoveryMean: -1,
 		Figures: protocol.Figures{Version: "v1.8.4", AllReconciled: -1, Seconds: 90, HealthyPerSec: 3.25}}
-	if err := writeReal(&b, []result{res}); err != nil {
+	if err := writeReal(&b, []Result{res}); err != nil {
 		t.Fatal(err)
 	}
 	if s := b.String(); !strings.Contains(s, "| recovery | cct v1.8.4 | > 90 s | 3.2 |") || !strings.Contains(s, "| 12 (5) | never |") {
@@ -79,7 +79,7 @@ func TestPeerInBenchPeersRun(t *testing.T) {
 			ran = append(ran, sc)
 		}
 	}
-	rep := report{Config: o.Cfg, Results: []result{{Scenario: "dead", Strategy: "before"}}}
+	rep := Report{Config: o.Cfg, Results: []Result{{Scenario: "dead", Strategy: "before"}}}
 	var out bytes.Buffer
 	if err := modelCheck(context.Background(), o, ran, &rep, &out); err != nil {
 		t.Fatalf("model check with a -peer result: %v", err)

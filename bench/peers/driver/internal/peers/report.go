@@ -1,4 +1,4 @@
-package main
+package peers
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 )
 
 // writeReal prints the real figures as one markdown table.
-func writeReal(w io.Writer, results []result) error {
+func writeReal(w io.Writer, results []Result) error {
 	var b strings.Builder
 	b.WriteString("| scenario | strategy | all reconciled | healthy/s | p50 ms | p99 ms | ok p99 ms | blocked worker-s | requeues | errors | dials (faulty) | recovery mean / max s | RSS MiB (peak) | goroutines |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
@@ -54,7 +54,7 @@ func reached(v, run float64) string {
 	return fmt.Sprintf("%.1f s", v)
 }
 
-func recoveryCell(r result) string {
+func recoveryCell(r Result) string {
 	switch {
 	case r.Scenario != "recovery":
 		return ""
@@ -80,7 +80,7 @@ func num(v float64) string {
 var timingOrder = []string{"mgmt_read", "client_get", "write", "sleep_overshoot", "ratelimit", "request", "request_less_ratelimit", "roundtrip", "guard_and_decode"}
 
 // writeTimings prints the timings of the results that have some.
-func writeTimings(w io.Writer, results []result) error {
+func writeTimings(w io.Writer, results []Result) error {
 	var b strings.Builder
 	for _, r := range results {
 		if len(r.Figures.Timings) == 0 {

@@ -1,4 +1,4 @@
-package main
+package peers
 
 import (
 	"context"
@@ -56,13 +56,13 @@ func (o *Options) Defaults() error {
 	return nil
 }
 
-// report is the JSON written with -json (read by bench/plot).
-type report struct {
+// Report is the JSON written with -json (read by bench/plot).
+type Report struct {
 	Date       string       `json:"date"`
 	Machine    string       `json:"machine"`
 	Config     fleet.Config `json:"config"`
 	APIServers int          `json:"workload_apiservers"`
-	Results    []result     `json:"results"`
+	Results    []Result     `json:"results"`
 	Model      []comparison `json:"model"`
 	ModelScale float64      `json:"model_scale"`
 }
@@ -85,7 +85,7 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	defer f.Stop()
-	rep := report{Date: start.UTC().Format(time.RFC3339), Machine: fleet.Machine(), Config: o.Cfg, APIServers: o.APIServers, ModelScale: o.scale}
+	rep := Report{Date: start.UTC().Format(time.RFC3339), Machine: fleet.Machine(), Config: o.Cfg, APIServers: o.APIServers, ModelScale: o.scale}
 	ran, err := runScenarios(ctx, f, bins, o, &rep)
 	if err != nil {
 		return err
@@ -112,7 +112,7 @@ func Run(ctx context.Context, o *Options) error {
 
 // runScenarios runs every strategy of o on every scenario -run selects,
 // adding the results to rep, and returns the scenarios it ran.
-func runScenarios(ctx context.Context, f *fleet.Fleet, bins map[string]string, o *Options, rep *report) ([]fleet.Scenario, error) {
+func runScenarios(ctx context.Context, f *fleet.Fleet, bins map[string]string, o *Options, rep *Report) ([]fleet.Scenario, error) {
 	var ran []fleet.Scenario
 	for _, sc := range fleet.Scenarios(o.Timing) {
 		if !o.run.MatchString(sc.Name) {
@@ -134,7 +134,7 @@ func runScenarios(ctx context.Context, f *fleet.Fleet, bins map[string]string, o
 
 // modelCheck runs bench/sim on every scenario of rep's results and prints
 // model against real.
-func modelCheck(ctx context.Context, o *Options, ran []fleet.Scenario, rep *report, out io.Writer) error {
+func modelCheck(ctx context.Context, o *Options, ran []fleet.Scenario, rep *Report, out io.Writer) error {
 	rep.Model, rep.ModelScale = nil, o.scale
 	for _, sc := range ran {
 		for _, r := range rep.Results {
@@ -155,7 +155,7 @@ func modelCheck(ctx context.Context, o *Options, ran []fleet.Scenario, rep *repo
 // remodel redoes the model check of a -json file's real results (the
 // scenarios' timings come from the flags, as when it was written).
 func remodel(ctx context.Context, o *Options, out io.Writer) error {
-	var rep report
+	var rep Report
 	if err := fleet.ReadJSON(o.ModelFrom, &rep); err != nil {
 		return err
 	}
@@ -178,7 +178,7 @@ func remodel(ctx context.Context, o *Options, out io.Writer) error {
 
 // smokeCheck fails unless every peer ran and reconciled healthy objects,
 // and the proxies counted its connections.
-func smokeCheck(results []result, want int) error {
+func smokeCheck(results []Result, want int) error {
 	if len(results) != want {
 		return fmt.Errorf("smoke: %d results, want %d", len(results), want)
 	}

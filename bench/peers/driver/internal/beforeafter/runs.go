@@ -1,4 +1,4 @@
-package main
+package beforeafter
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
 	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/mhc"
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/peers"
 )
 
 // peerFigures are the bench-peers figures compared, as writeReal prints
@@ -16,21 +17,21 @@ import (
 var peerFigures = []struct {
 	name, format string
 	higherBetter bool
-	value        func(result) float64
+	value        func(peers.Result) float64
 }{
-	{"all reconciled, s", "%.1f", false, func(r result) float64 { return reachedOrNaN(r.Figures.AllReconciled) }},
-	{"healthy reconciles/s", "%.1f", true, func(r result) float64 { return r.Figures.HealthyPerSec }},
-	{"p50 ms", "%.0f", false, func(r result) float64 { return r.Figures.P50Ms }},
-	{"p99 ms", "%.0f", false, func(r result) float64 { return r.Figures.P99Ms }},
-	{"ok p99 ms", "%.0f", false, func(r result) float64 { return r.Figures.OKP99Ms }},
-	{"blocked worker-s", "%.1f", false, func(r result) float64 { return r.Figures.BlockedWorkerSeconds }},
-	{"requeues", "%.0f", false, func(r result) float64 { return float64(r.Figures.Requeues) }},
-	{"errors", "%.0f", false, func(r result) float64 { return float64(r.Figures.Errors) }},
-	{"dials", "%.0f", false, func(r result) float64 { return float64(r.Dials) }},
-	{"dials to faulty clusters", "%.0f", false, func(r result) float64 { return float64(r.FaultyDials) }},
-	{"RSS MiB", "%.0f", false, func(r result) float64 { return fleet.MiB(r.Figures.RSSBytes) }},
-	{"peak RSS MiB", "%.0f", false, func(r result) float64 { return fleet.MiB(r.Figures.PeakRSSBytes) }},
-	{"goroutines", "%.0f", false, func(r result) float64 { return float64(r.Figures.Goroutines) }},
+	{"all reconciled, s", "%.1f", false, func(r peers.Result) float64 { return reachedOrNaN(r.Figures.AllReconciled) }},
+	{"healthy reconciles/s", "%.1f", true, func(r peers.Result) float64 { return r.Figures.HealthyPerSec }},
+	{"p50 ms", "%.0f", false, func(r peers.Result) float64 { return r.Figures.P50Ms }},
+	{"p99 ms", "%.0f", false, func(r peers.Result) float64 { return r.Figures.P99Ms }},
+	{"ok p99 ms", "%.0f", false, func(r peers.Result) float64 { return r.Figures.OKP99Ms }},
+	{"blocked worker-s", "%.1f", false, func(r peers.Result) float64 { return r.Figures.BlockedWorkerSeconds }},
+	{"requeues", "%.0f", false, func(r peers.Result) float64 { return float64(r.Figures.Requeues) }},
+	{"errors", "%.0f", false, func(r peers.Result) float64 { return float64(r.Figures.Errors) }},
+	{"dials", "%.0f", false, func(r peers.Result) float64 { return float64(r.Dials) }},
+	{"dials to faulty clusters", "%.0f", false, func(r peers.Result) float64 { return float64(r.FaultyDials) }},
+	{"RSS MiB", "%.0f", false, func(r peers.Result) float64 { return fleet.MiB(r.Figures.RSSBytes) }},
+	{"peak RSS MiB", "%.0f", false, func(r peers.Result) float64 { return fleet.MiB(r.Figures.PeakRSSBytes) }},
+	{"goroutines", "%.0f", false, func(r peers.Result) float64 { return float64(r.Figures.Goroutines) }},
 }
 
 // reachedOrNaN is v, or NaN for a time never reached (negative).
@@ -45,7 +46,7 @@ func reachedOrNaN(v float64) float64 {
 // the before tree's clusterpool peer beside this tree's.
 func peersSection(dir string) (baSection, error) {
 	s := baSection{Bar: "make bench-peers", Raw: []string{"peers.md", "peers.json"}}
-	var rep report
+	var rep peers.Report
 	if err := fleet.ReadJSON(filepath.Join(dir, "peers.json"), &rep); err != nil {
 		return missing(s, err)
 	}
@@ -58,7 +59,7 @@ func peersSection(dir string) (baSection, error) {
 	s.Measured = fmt.Sprintf("One run on one fleet (%s): %d Clusters (%d workload apiservers) × %d objects; the peers in turn on each scenario: %s; clusterpool of each tree. Raw run:",
 		rep.Date, rep.Config.Clusters, rep.APIServers, rep.Config.Objects, strings.Join(order, ", "))
 	for _, after := range rep.Results {
-		i := slices.IndexFunc(rep.Results, func(r result) bool { return r.Scenario == after.Scenario && r.Strategy == beforeLabel })
+		i := slices.IndexFunc(rep.Results, func(r peers.Result) bool { return r.Scenario == after.Scenario && r.Strategy == beforeLabel })
 		if after.Strategy != "clusterpool" || i < 0 {
 			continue
 		}
