@@ -114,8 +114,7 @@ type baSection struct {
 
 // baReport is the -json output of the -before-after report.
 type baReport struct {
-	Date            string      `json:"date"`
-	Machine         string      `json:"machine"`
+	fleet.Stamp
 	Before          string      `json:"before"`
 	After           string      `json:"after"`
 	UnchangedWithin float64     `json:"unchanged_within"`
@@ -130,7 +129,7 @@ var baSources = []func(dir string) (baSection, error){benchSection, soakSection,
 // the raw outputs in o.Dir, as markdown to o.Out and JSON to -json.
 func Run(_ context.Context, o *Options) error {
 	out := o.Out
-	rep := baReport{Date: time.Now().UTC().Format(time.RFC3339), Machine: fleet.Machine(), Before: "unknown", After: "unknown",
+	rep := baReport{Stamp: fleet.NewStamp(time.Now()), Before: "unknown", After: "unknown",
 		UnchangedWithin: unchangedWithin}
 	if err := readTrees(filepath.Join(o.Dir, "trees.txt"), &rep); err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
 	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/mhc"
 	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/peers"
+	"github.com/clusterpool/clusterpool/bench/peers/protocol"
 )
 
 // peerFigures are the bench-peers figures compared, as writeReal prints
@@ -47,7 +48,7 @@ func reachedOrNaN(v float64) float64 {
 func peersSection(dir string) (baSection, error) {
 	s := baSection{Bar: "make bench-peers", Raw: []string{"peers.md", "peers.json"}}
 	var rep peers.Report
-	if err := fleet.ReadJSON(filepath.Join(dir, "peers.json"), &rep); err != nil {
+	if err := protocol.ReadReport(filepath.Join(dir, "peers.json"), &rep); err != nil {
 		return missing(s, err)
 	}
 	var order []string
@@ -83,7 +84,7 @@ func peersSection(dir string) (baSection, error) {
 func mhcSection(dir string) (baSection, error) {
 	s := baSection{Bar: "make bench-mhc", Raw: []string{"mhc.md", "mhc.json"}}
 	var rep mhc.Report
-	if err := fleet.ReadJSON(filepath.Join(dir, "mhc.json"), &rep); err != nil {
+	if err := protocol.ReadReport(filepath.Join(dir, "mhc.json"), &rep); err != nil {
 		return missing(s, err)
 	}
 	var order []string

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
+	"github.com/clusterpool/clusterpool/bench/peers/protocol"
 	"github.com/clusterpool/clusterpool/breaker"
 )
 
@@ -208,8 +209,7 @@ func boundFor(cache string) chaosBound {
 
 // chaosReport is the -json output of a chaos run.
 type chaosReport struct {
-	Date       string        `json:"date"`
-	Machine    string        `json:"machine"`
+	fleet.Stamp
 	Clusters   int           `json:"clusters"`
 	APIServers int           `json:"workload_apiservers"`
 	Options    Options       `json:"options"`
@@ -226,7 +226,7 @@ func Run(ctx context.Context, o *Options) error {
 	co, root, out := *o, o.Root, o.Out
 	if co.From != "" {
 		var rep chaosReport
-		if err := fleet.ReadJSON(co.From, &rep); err != nil {
+		if err := protocol.ReadReport(co.From, &rep); err != nil {
 			return err
 		}
 		return writeChaos(out, rep)
@@ -243,7 +243,7 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	start := time.Now()
-	rep := chaosReport{Date: start.UTC().Format(time.RFC3339), Machine: fleet.Machine(), Clusters: o.Cfg.Clusters, APIServers: o.APIServers,
+	rep := chaosReport{Stamp: fleet.NewStamp(start), Clusters: o.Cfg.Clusters, APIServers: o.APIServers,
 		Options: co, Schedule: chaosSchedule(co.Seed, o.Cfg.Clusters, o.APIServers, co.Duration)}
 	for _, cache := range co.Caches {
 		b := boundFor(cache)

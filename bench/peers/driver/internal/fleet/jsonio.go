@@ -6,19 +6,8 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"time"
 )
-
-// ReadJSON decodes file into v.
-func ReadJSON(file string, v any) error {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(data, v); err != nil {
-		return fmt.Errorf("%s: %w", file, err)
-	}
-	return nil
-}
 
 // WriteJSON writes v as indented JSON to file, unless file is empty.
 func WriteJSON(file string, v any) error {
@@ -63,3 +52,15 @@ func Machine() string {
 }
 
 func MiB(b int64) float64 { return float64(b) / (1 << 20) }
+
+// Stamp opens every report: when the run started and on what machine.
+// Reports embed it first, so that their JSON starts with date and machine.
+type Stamp struct {
+	Date    string `json:"date"`
+	Machine string `json:"machine"`
+}
+
+// NewStamp is the Stamp of a run started at start, on this machine.
+func NewStamp(start time.Time) Stamp {
+	return Stamp{Date: start.UTC().Format(time.RFC3339), Machine: Machine()}
+}

@@ -91,8 +91,7 @@ type Result struct {
 
 // Report is the -json output of an -mhc run.
 type Report struct {
-	Date       string        `json:"date"`
-	Machine    string        `json:"machine"`
+	fleet.Stamp
 	Clusters   int           `json:"clusters"`
 	APIServers int           `json:"workload_apiservers"`
 	Seed       uint64        `json:"seed"`
@@ -114,7 +113,7 @@ func Run(ctx context.Context, o *Options) error {
 	mo, root, out := *o, o.Root, o.Out
 	if mo.From != "" {
 		var rep Report
-		if err := fleet.ReadJSON(mo.From, &rep); err != nil {
+		if err := protocol.ReadReport(mo.From, &rep); err != nil {
 			return err
 		}
 		return writeMHC(out, rep)
@@ -138,7 +137,7 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	l := mhcLayout(o.Cfg.Clusters, o.Cfg.Seed, o.Timing.Fraction, mo.Flapping, mo.Period, mo.Duration)
-	rep := Report{Date: start.UTC().Format(time.RFC3339), Machine: fleet.Machine(), Clusters: o.Cfg.Clusters, APIServers: o.APIServers,
+	rep := Report{Stamp: fleet.NewStamp(start), Clusters: o.Cfg.Clusters, APIServers: o.APIServers,
 		Seed: o.Cfg.Seed, Dead: o.Timing.Fraction, Flapping: mo.Flapping, Period: mo.Period, Duration: mo.Duration, Gates: mo.Gates, Peers: mo.Peers}
 	for i, cache := range mo.Caches {
 		fmt.Fprintf(os.Stderr, "bench-mhc: MachineHealthCheck on the %s ClusterCache (%s)\n", cache, mo.Duration)

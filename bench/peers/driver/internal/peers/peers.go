@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
+	"github.com/clusterpool/clusterpool/bench/peers/protocol"
 )
 
 // Options are the bench-peers run's command line: the shared flags, and
@@ -58,8 +59,7 @@ func (o *Options) Defaults() error {
 
 // Report is the JSON written with -json (read by bench/plot).
 type Report struct {
-	Date       string       `json:"date"`
-	Machine    string       `json:"machine"`
+	fleet.Stamp
 	Config     fleet.Config `json:"config"`
 	APIServers int          `json:"workload_apiservers"`
 	Results    []Result     `json:"results"`
@@ -85,7 +85,7 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	defer f.Stop()
-	rep := Report{Date: start.UTC().Format(time.RFC3339), Machine: fleet.Machine(), Config: o.Cfg, APIServers: o.APIServers, ModelScale: o.scale}
+	rep := Report{Stamp: fleet.NewStamp(start), Config: o.Cfg, APIServers: o.APIServers, ModelScale: o.scale}
 	ran, err := runScenarios(ctx, f, bins, o, &rep)
 	if err != nil {
 		return err
@@ -156,7 +156,7 @@ func modelCheck(ctx context.Context, o *Options, ran []fleet.Scenario, rep *Repo
 // scenarios' timings come from the flags, as when it was written).
 func remodel(ctx context.Context, o *Options, out io.Writer) error {
 	var rep Report
-	if err := fleet.ReadJSON(o.ModelFrom, &rep); err != nil {
+	if err := protocol.ReadReport(o.ModelFrom, &rep); err != nil {
 		return err
 	}
 	var ran []fleet.Scenario

@@ -86,8 +86,7 @@ func (ro rotationOptions) defaults(fs *flag.FlagSet, strategies *[]string) error
 
 // rotationReport is what -json writes in a rotation run.
 type rotationReport struct {
-	Date       string           `json:"date"`
-	Machine    string           `json:"machine"`
+	fleet.Stamp
 	Wall       string           `json:"wall"`
 	Config     fleet.Config     `json:"config"`
 	APIServers int              `json:"workload_apiservers"`
@@ -123,7 +122,7 @@ func runRotation(ctx context.Context, o *Options, bins map[string]string) error 
 	for _, l := range logs {
 		rf.audits = append(rf.audits, &auditLog{file: l})
 	}
-	rep := rotationReport{Date: start.UTC().Format(time.RFC3339), Machine: fleet.Machine(), Config: o.Cfg,
+	rep := rotationReport{Stamp: fleet.NewStamp(start), Config: o.Cfg,
 		APIServers: o.APIServers, Options: o.run}
 	for _, s := range o.Strategies {
 		fmt.Fprintf(os.Stderr, "bench-rotation: %s, %d rotations every %s\n", s, o.run.Count, o.run.Every)

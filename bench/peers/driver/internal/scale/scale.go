@@ -119,8 +119,7 @@ type baseline struct {
 // scaleReport is what -json writes in a scale run (bench/plot -scale
 // reads it).
 type scaleReport struct {
-	Date       string        `json:"date"`
-	Machine    string        `json:"machine"`
+	fleet.Stamp
 	Wall       string        `json:"wall,omitempty"`
 	APIServers int           `json:"workload_apiservers"`
 	Options    scaleOptions  `json:"options"`
@@ -146,7 +145,7 @@ func runScale(ctx context.Context, o *Options, bins map[string]string) error {
 		return err
 	}
 	defer sf.stop()
-	rep := scaleReport{Date: start.UTC().Format(time.RFC3339), Machine: fleet.Machine(), APIServers: o.APIServers, Options: so}
+	rep := scaleReport{Stamp: fleet.NewStamp(start), APIServers: o.APIServers, Options: so}
 	lim := newScaleLimits()
 	for _, n := range so.Sizes {
 		if reason := lim.fleetFits(n, len(sf.names)); reason != "" {
@@ -221,7 +220,7 @@ func finishScale(rep scaleReport, jsonOut string, out io.Writer) error {
 // rescale redoes the fits and tables of the scale run in o.From.
 func rescale(o *Options) error {
 	var rep scaleReport
-	if err := fleet.ReadJSON(o.From, &rep); err != nil {
+	if err := protocol.ReadReport(o.From, &rep); err != nil {
 		return err
 	}
 	return finishScale(rep, o.JSONOut, o.Out)
