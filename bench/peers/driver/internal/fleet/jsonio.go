@@ -51,6 +51,7 @@ func Machine() string {
 	return fmt.Sprintf("%d vCPU %q, %s/%s, %s", runtime.NumCPU(), cpu, runtime.GOOS, runtime.GOARCH, runtime.Version())
 }
 
+// MiB is b bytes in mebibytes.
 func MiB(b int64) float64 { return float64(b) / (1 << 20) }
 
 // Stamp opens every report: when the run started and on what machine.

@@ -132,10 +132,14 @@ func forEachCluster(f *Fleet, fn func(i int, name string) error) error {
 	return first
 }
 
-// NodeName and MachineName name cluster's j-th Node and Machine.
-func NodeName(cluster string, j int) string    { return fmt.Sprintf("%s-node-%d", cluster, j) }
+// NodeName names cluster's j-th Node.
+func NodeName(cluster string, j int) string { return fmt.Sprintf("%s-node-%d", cluster, j) }
+
+// MachineName names cluster's j-th Machine.
 func MachineName(cluster string, j int) string { return fmt.Sprintf("%s-machine-%d", cluster, j) }
-func ProviderID(cluster string, j int) string  { return fmt.Sprintf("bench:///%s/%d", cluster, j) }
+
+// ProviderID is the providerID of cluster's j-th Node and Machine.
+func ProviderID(cluster string, j int) string { return fmt.Sprintf("bench:///%s/%d", cluster, j) }
 
 // markInfrastructureReady adds the v1beta2 InfrastructureReady condition
 // to the Cluster's status (startFleet sets ControlPlaneInitialized).

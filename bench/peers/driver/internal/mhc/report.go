@@ -196,6 +196,7 @@ func writeMHC(w io.Writer, rep Report) error {
 	return err
 }
 
+// MachinesPer is the Machines per Cluster of rep's runs (0 without a run).
 func MachinesPer(rep Report) int {
 	if len(rep.Results) == 0 {
 		return 0
