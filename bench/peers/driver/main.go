@@ -94,29 +94,30 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		return err
 	}
 	o.shared.Root, o.shared.Out = root, out
-	return o.experiment()(ctx)
+	_, runIt := o.experiment()
+	return runIt(ctx)
 }
 
-// experiment is the run o asks for. Runs from a file come first (the
-// model check or the scale tables of a report), then the
-// MachineHealthCheck, chaos and before/after runs, the scale and rotation
-// runs, and by default the bench-peers run.
-func (o options) experiment() func(context.Context) error {
+// experiment is the run o asks for, by name (its package's). Runs from a
+// file come first (the model check or the scale tables of a report), then
+// the MachineHealthCheck, chaos and before/after runs, the scale and
+// rotation runs, and by default the bench-peers run.
+func (o options) experiment() (string, func(context.Context) error) {
 	switch {
 	case o.peers.ModelFrom != "":
-		return func(ctx context.Context) error { return peers.Run(ctx, o.peers) }
+		return "peers", func(ctx context.Context) error { return peers.Run(ctx, o.peers) }
 	case o.scale.From != "":
-		return func(ctx context.Context) error { return scale.Run(ctx, o.scale) }
+		return "scale", func(ctx context.Context) error { return scale.Run(ctx, o.scale) }
 	case o.mhc.On:
-		return func(ctx context.Context) error { return mhc.Run(ctx, o.mhc) }
+		return "mhc", func(ctx context.Context) error { return mhc.Run(ctx, o.mhc) }
 	case o.chaos.On:
-		return func(ctx context.Context) error { return chaos.Run(ctx, o.chaos) }
+		return "chaos", func(ctx context.Context) error { return chaos.Run(ctx, o.chaos) }
 	case o.ba.Dir != "":
-		return func(ctx context.Context) error { return beforeafter.Run(ctx, o.ba) }
+		return "beforeafter", func(ctx context.Context) error { return beforeafter.Run(ctx, o.ba) }
 	case o.scale.On():
-		return func(ctx context.Context) error { return scale.Run(ctx, o.scale) }
+		return "scale", func(ctx context.Context) error { return scale.Run(ctx, o.scale) }
 	case o.rotation.On():
-		return func(ctx context.Context) error { return rotation.Run(ctx, o.rotation) }
+		return "rotation", func(ctx context.Context) error { return rotation.Run(ctx, o.rotation) }
 	}
-	return func(ctx context.Context) error { return peers.Run(ctx, o.peers) }
+	return "peers", func(ctx context.Context) error { return peers.Run(ctx, o.peers) }
 }
