@@ -37,6 +37,11 @@
 // a schedule and the old one is revoked by a token webhook the driver
 // serves on 127.0.0.1; relists, 401s, new connections, time not connected
 // and failed reconciles are counted per rotation (internal/rotation).
+// With -chaos (-chaos-short) it is `make chaos` (`make chaos-short`):
+// overlapping seeded faults on the drop-in's and the stock ClusterCache's
+// managers at once, judged by verdicts (internal/chaos); with -before-after
+// DIR the before/after report of hack/before-after.sh's outputs
+// (internal/beforeafter).
 //
 // Layout: this package is only the command line — flag parsing, picking
 // the experiment, signal handling. internal/fleet is what every experiment
