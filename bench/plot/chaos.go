@@ -8,6 +8,8 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/clusterpool/clusterpool/bench/peers/protocol"
 )
 
 // chaosReport holds the fields of the driver's chaos JSON the plot needs.
@@ -49,7 +51,7 @@ var cacheColors = map[string]color.Color{"adapter": colors["clusterpool"], "stoc
 // one row per class, each from its start to its end.
 func runChaos(in, out string) error {
 	var rep chaosReport
-	if err := readJSON(in, &rep); err != nil {
+	if err := protocol.ReadReport(in, &rep); err != nil {
 		return err
 	}
 	if len(rep.Results) == 0 {

@@ -14,3 +14,7 @@ require (
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/text v0.28.0 // indirect
 )
+
+require github.com/clusterpool/clusterpool/bench/peers/protocol v0.0.0
+
+replace github.com/clusterpool/clusterpool/bench/peers/protocol => ../peers/protocol

@@ -22,7 +22,6 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"image/color"
@@ -33,6 +32,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/clusterpool/clusterpool/bench/peers/protocol"
 )
 
 // point, result and report hold the fields of the driver's JSON the plot
@@ -96,7 +97,7 @@ func main() {
 
 func run(in, out string) error {
 	var rep report
-	if err := readJSON(in, &rep); err != nil {
+	if err := protocol.ReadReport(in, &rep); err != nil {
 		return err
 	}
 	grid := make([][]*plot.Plot, len(peerScenarios))
@@ -221,16 +222,4 @@ func newPlot(title, y string) *plot.Plot {
 	p.Legend.Top = true
 	p.Add(plotter.NewGrid())
 	return p
-}
-
-// readJSON reads the driver's -json file in into v.
-func readJSON(in string, v any) error {
-	b, err := os.ReadFile(in)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("%s: %w", in, err)
-	}
-	return nil
 }

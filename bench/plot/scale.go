@@ -9,6 +9,8 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/clusterpool/clusterpool/bench/peers/protocol"
 )
 
 // scaleResult holds the fields of the driver's scale JSON the plot needs.
@@ -88,7 +90,7 @@ var scalePanels = [][]struct {
 // runScale draws every panel of a scale run's JSON in into the PNG out.
 func runScale(in, out string) error {
 	var rep scaleReport
-	if err := readJSON(in, &rep); err != nil {
+	if err := protocol.ReadReport(in, &rep); err != nil {
 		return err
 	}
 	var order []string

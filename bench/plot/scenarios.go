@@ -8,6 +8,8 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/clusterpool/clusterpool/bench/peers/protocol"
 )
 
 // scenarioResult holds the fields of bench/sim.Result the -scenarios plot
@@ -34,7 +36,7 @@ type scenarioReport struct {
 // clusterpool's colour.
 func runScenarios(in, out string) error {
 	var rep scenarioReport
-	if err := readJSON(in, &rep); err != nil {
+	if err := protocol.ReadReport(in, &rep); err != nil {
 		return err
 	}
 	series := map[string][]scenarioResult{}

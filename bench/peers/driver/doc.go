@@ -26,17 +26,30 @@
 // partitioned and a killed apiserver; proxies live in child "proxy host"
 // processes to stay under the fd limit), fits every figure per cluster
 // over N (least squares) and prints it as a ratio to the floor's
-// (scale*.go, probe.go). -peer NAME=BINARY adds a program that speaks the same
+// (internal/scale). -peer NAME=BINARY adds a program that speaks the same
 // protocol (the hook for the Cluster API drop-in).
 //
 // With -mhc it is `make bench-mhc`: Cluster API v1.14.2's real
 // MachineHealthCheck reconciler (bench/peers/capi) on the stock
 // ClusterCache and on clusterpool's drop-in, with Machines, Nodes and
-// MachineHealthChecks added to the fleet (mhc*.go). With -rotation it is
+// MachineHealthChecks added to the fleet (internal/mhc). With -rotation it is
 // `make bench-rotation`: every kubeconfig Secret gets a new bearer token on
 // a schedule and the old one is revoked by a token webhook the driver
 // serves on 127.0.0.1; relists, 401s, new connections, time not connected
-// and failed reconciles are counted per rotation (rotation*.go).
+// and failed reconciles are counted per rotation (internal/rotation).
+// With -chaos (-chaos-short) it is `make chaos` (`make chaos-short`):
+// overlapping seeded faults on the drop-in's and the stock ClusterCache's
+// managers at once, judged by verdicts (internal/chaos); with -before-after
+// DIR the before/after report of hack/before-after.sh's outputs
+// (internal/beforeafter).
+//
+// Layout: this package is only the command line — flag parsing, picking
+// the experiment, signal handling. internal/fleet is what every experiment
+// shares (apiserver processes, the fleet and its fault proxies, CRDs,
+// Machines, the token authenticator, peer builds, scenarios, the shared
+// flags); internal/peers, internal/scale, internal/mhc, internal/rotation,
+// internal/chaos and internal/beforeafter are one experiment each, with
+// Options, Register for its flags and Run, and a doc.go on its report.
 //
 // Peer binaries are built by bench/peers/build.sh into bin/peers/ (keyed by
 // version and a digest of their sources) and talk to the driver with flags

@@ -75,17 +75,11 @@ func main() {
 
 func parse(args []string) (plan, error) {
 	var p plan
-	var roles string
+	var common protocol.PeerFlags
 	fs := flag.NewFlagSet("floor", flag.ContinueOnError)
-	fs.StringVar(&p.kubeconfig, "kubeconfig", "", "management cluster kubeconfig file")
-	fs.StringVar(&p.namespace, "namespace", "fleet", "namespace of the kubeconfig Secrets")
-	fs.StringVar(&roles, "roles", "", "comma-separated name=role, or @FILE; every cluster is connected")
+	common.Define(fs) // every role is connected
 	fs.IntVar(&p.objects, "objects", 1, "ConfigMaps written per cluster")
 	fs.DurationVar(&p.duration, "duration", 5*time.Minute, "bound of the connect phase")
-	fs.DurationVar(&p.idle, "idle", 0, "stay idle this long once connected, and report the idle figures")
-	fs.StringVar(&p.workloadNamespace, "workload-namespace", "default", "namespace written in workload clusters")
-	fs.Float64Var(&p.loadRate, "load-rate", 0, "after the idle window, Gets per second spread over the clusters (0: none)")
-	fs.DurationVar(&p.loadWindow, "load-window", 20*time.Second, "how long -load-rate lasts")
 	for _, name := range []string{"workers", "work", "bucket"} {
 		fs.String(name, "", "ignored (a peer flag)")
 	}
@@ -95,7 +89,9 @@ func parse(args []string) (plan, error) {
 	if err := fs.Parse(args); err != nil {
 		return p, err
 	}
-	roles, err := idle.FlagValue(roles)
+	p.kubeconfig, p.namespace, p.workloadNamespace = common.Kubeconfig, common.Namespace, common.WorkloadNamespace
+	p.idle, p.loadRate, p.loadWindow = common.Idle, common.LoadRate, common.LoadWindow
+	roles, err := idle.FlagValue(common.Roles)
 	if err != nil {
 		return p, err
 	}

@@ -4,6 +4,8 @@
 // other: flags go in, and one JSON object (Figures, MHCFigures) or a line
 // per sample (ChaosSample) comes out on stdout; markers on stderr and lines
 // on stdin pace a scale run's idle and fault windows.
+// PeerFlags are the flags that every program connecting the fleet reads;
+// ReadReport reads back a report the driver wrote with -json.
 //
 // It is a module of its own and links nothing but the standard library, so
 // that every peer module, whatever Kubernetes libraries it resolves, and the

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/clusterpool/clusterpool/bench/peers/protocol"
 	"github.com/clusterpool/clusterpool/bench/peers/workload/idle"
 )
 
@@ -95,19 +96,15 @@ type Plan struct {
 // ParsePlan reads a Plan from args (the flags the driver passes).
 func ParsePlan(args []string) (Plan, error) {
 	var p Plan
-	var roles string
+	var common protocol.PeerFlags
 	fs := flag.NewFlagSet("peer", flag.ContinueOnError)
-	fs.StringVar(&p.Kubeconfig, "kubeconfig", "", "management cluster kubeconfig file")
-	fs.StringVar(&p.Namespace, "namespace", "fleet", "namespace of the Clusters and reconciled objects")
-	fs.StringVar(&roles, "roles", "", "comma-separated name=role (healthy, dead, recovering, flapping); @FILE: read from FILE")
+	common.Define(fs)
 	fs.IntVar(&p.Objects, "objects", 20, "objects per cluster")
 	fs.IntVar(&p.Workers, "workers", 10, "MaxConcurrentReconciles")
 	fs.DurationVar(&p.Work, "work", 100*time.Millisecond, "least time a successful reconcile holds its worker")
 	fs.DurationVar(&p.Duration, "duration", time.Minute, "longest run")
 	fs.BoolVar(&p.Saturate, "saturate", false, "requeue every object as soon as it reconciled")
 	fs.DurationVar(&p.Bucket, "bucket", 5*time.Second, "time series bucket")
-	fs.StringVar(&p.WorkloadNamespace, "workload-namespace", "default", "namespace written in workload clusters")
-	fs.DurationVar(&p.Idle, "idle", 0, "scale run: stay idle this long once every object reconciled, and report the idle figures")
 	fs.BoolVar(&p.RecordTimings, "timings", false, "record the phases of successful reconciles and client-go's request timings")
 	fs.BoolVar(&p.WatchNodes, "watch-nodes", false, "hold a Node informer in every workload cluster")
 	fs.DurationVar(&p.SampleConnected, "sample-connected", 0, "ask the strategy this often whether each cluster is connected; report when it was not, and when reconciles failed or requeued")
@@ -115,14 +112,14 @@ func ParsePlan(args []string) (Plan, error) {
 		p.SampleClusters = strings.Split(v, ",")
 		return nil
 	})
-	fs.Float64Var(&p.LoadRate, "load-rate", 0, "scale run: after the idle window, Gets per second spread over the clusters (0: none)")
-	fs.DurationVar(&p.LoadWindow, "load-window", 20*time.Second, "scale run: how long -load-rate lasts")
 	fs.DurationVar(&p.DetectWithin, "detect-within", 0, "scale run: end with dead-cluster detection, waiting at most this long for every sampled cluster to be reported not connected")
 	if err := fs.Parse(args); err != nil {
 		return Plan{}, err
 	}
+	p.Kubeconfig, p.Namespace, p.WorkloadNamespace = common.Kubeconfig, common.Namespace, common.WorkloadNamespace
+	p.Idle, p.LoadRate, p.LoadWindow = common.Idle, common.LoadRate, common.LoadWindow
 	var err error
-	if p.Roles, err = parseRoles(roles); err != nil {
+	if p.Roles, err = parseRoles(common.Roles); err != nil {
 		return Plan{}, err
 	}
 	switch {
