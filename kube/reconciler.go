@@ -10,7 +10,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/clusterpool/clusterpool/pool"
 )
@@ -69,11 +68,13 @@ func (r *Reconciler) Start(ctx context.Context) error {
 }
 
 // SetupWithManager wires the reconciler into mgr in one call: Admission's
-// controller (Admission.SetupWithManager with opts and preds), if set,
-// with its Admitted as the watcher's Admit unless Secrets.Admit is set,
-// and the reconciler as a runnable. It returns an error matching
-// ErrInvalidOptions when Secrets is nil, or Admission's error.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options, preds ...predicate.Predicate) error {
+// controller (Admission.SetupWithManager with default controller options
+// and no predicate), if set, with its Admitted as the watcher's Admit
+// unless Secrets.Admit is set, and the reconciler as a runnable. To pass
+// options or predicates, call Admission.SetupWithManager and mgr.Add
+// instead. It returns an error matching ErrInvalidOptions when Secrets is
+// nil, or Admission's error.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Secrets == nil {
 		return errNoSecrets
 	}
@@ -81,7 +82,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options,
 		if r.Secrets.Admit == nil {
 			r.Secrets.Admit = r.Admission.Admitted
 		}
-		if err := r.Admission.SetupWithManager(mgr, opts, preds...); err != nil {
+		if err := r.Admission.SetupWithManager(mgr, controller.Options{}); err != nil {
 			return err
 		}
 	}
