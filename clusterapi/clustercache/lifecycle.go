@@ -10,9 +10,9 @@ import (
 
 // Start runs the prober, the kubeconfig Secret watcher and the
 // admission's retries (one kube.Reconciler, whose events also feed the
-// metrics) and the trace
-// export until ctx is done or Shutdown is called, then closes the pool and
-// flushes the traces. SetupWithManager adds it to the manager.
+// metrics) and the trace export until ctx is done or Shutdown is called,
+// then closes the pool and flushes the traces. SetupWithManager adds it to
+// the manager.
 func (cc *clusterCache) Start(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
