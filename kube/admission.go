@@ -11,7 +11,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,9 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
-
-	"github.com/clusterpool/clusterpool/pool"
 )
 
 // Admission decides which clusters the pool may dial, from the Cluster
@@ -53,7 +49,7 @@ import (
 // every open period forever. A cluster is admitted only once its object has
 // been reconciled: until then Admitted is false. Hand Admitted to
 // SecretWatcher.Admit, so that Secrets of clusters not admitted dial
-// nothing.
+// nothing (Reconciler.SetupWithManager does).
 //
 // Set the fields before SetupWithManager and do not change them after.
 type Admission struct {
@@ -115,13 +111,9 @@ func (a *Admission) SetupWithManager(mgr ctrl.Manager, opts controller.Options, 
 	if err := a.watchUIDs(mgr, name); err != nil {
 		return err
 	}
-	b := ctrl.NewControllerManagedBy(mgr).Named(name).
+	return ctrl.NewControllerManagedBy(mgr).Named(name).
 		For(a.Object, builder.WithPredicates(preds...)).
-		WithOptions(opts)
-	if a.Connect {
-		b = b.WatchesRawSource(a.retrySource())
-	}
-	return b.Complete(a)
+		WithOptions(opts).Complete(a)
 }
 
 // defaultAdmissionName returns "clusterpool-admission-<kind>", suffixed
@@ -143,41 +135,25 @@ func (a *Admission) Admitted(key client.ObjectKey) bool {
 	return ok
 }
 
-// SetRetry makes an Admission with Connect reconcile a cluster d after
-// each of its dials that failed (pool.DialFailed: the breaker stayed
-// closed), and so ask the pool to connect it again, as Cluster API's
+// SetRetry makes an Admission with Connect connect a cluster again d
+// after each of its dials that failed (pool.DialFailed: the breaker stayed
+// closed), while it stays admitted and not connected, as Cluster API's
 // ClusterCache retries every ConnectionCreationRetryInterval; an open
-// breaker probes the cluster itself. Zero or less, the default, retries
-// nothing. It is safe for concurrent use, also while the manager runs.
+// breaker probes the cluster itself. The Reconciler whose Admission is a
+// carries the retries out. Zero or less, the default, retries nothing. It
+// is safe for concurrent use, also while the manager runs.
 func (a *Admission) SetRetry(d time.Duration) { a.retry.Store(int64(max(d, 0))) }
 
-// retrySource enqueues an admitted cluster's object SetRetry's delay
-// after each of its failed dials.
-func (a *Admission) retrySource() source.Source {
-	return source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-		// Its own loop, not follow: with follow, the drop-in's ported
-		// TestClusterCacheConcurrency saw broken clusters' connect attempts
-		// come late (4 runs of 4; unexplained, see the branch's report).
-		events := a.Pool.Subscribe(ctx)
-		go func() {
-			for {
-				var ev pool.Event[client.ObjectKey]
-				var ok bool
-				select {
-				case <-ctx.Done():
-					return
-				case ev, ok = <-events:
-					if !ok {
-						return
-					}
-				}
-				if d := time.Duration(a.retry.Load()); ev.Type == pool.DialFailed && d > 0 && a.Admitted(ev.Key) {
-					q.AddAfter(reconcile.Request{NamespacedName: ev.Key}, d)
-				}
-			}
-		}()
-		return nil
-	})
+// retryDelay is SetRetry's delay.
+func (a *Admission) retryDelay() time.Duration { return time.Duration(a.retry.Load()) }
+
+// retried is the decision on key's object again, SetRetry's delay after
+// a failed dial: a cluster still admitted and not connected is connected.
+func (a *Admission) retried(key client.ObjectKey) {
+	if uid := a.UID(key); uid != "" {
+		_, connected := a.Pool.Peek(key)
+		a.act(key, view{in: inObject, present: true, uid: uid, admitted: uid, connect: a.Connect, connected: connected})
+	}
 }
 
 // Reconcile applies the decision for one object.

@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -405,10 +404,10 @@ func TestAdmissionCurrent(t *testing.T) {
 	}
 }
 
-// With SetRetry, each failed dial of an admitted cluster enqueues its
-// object after the retry; other events, and clusters not admitted,
-// enqueue nothing; and a reconcile asks the pool to connect a cluster it
-// holds no client for, never a connected one.
+// With SetRetry, the Reconciler whose Admission it is connects an
+// admitted cluster the retry after each of its failed dials; other events,
+// and clusters not admitted, connect nothing; and a reconcile asks the
+// pool to connect a cluster it holds no client for, never a connected one.
 func TestAdmissionRetriesAFailedDial(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		key := func(name string) client.ObjectKey { return client.ObjectKey{Namespace: "f", Name: name} }
@@ -416,32 +415,26 @@ func TestAdmissionRetriesAFailedDial(t *testing.T) {
 		a := &Admission{Pool: fp, Connect: true}
 		a.admitted.Store(key("a"), types.UID("a"))
 		a.SetRetry(5 * time.Second)
-		q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
-		defer q.ShutDown()
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		if err := a.retrySource().Start(ctx, q); err != nil {
-			t.Fatal(err)
-		}
+		stopped := make(chan error)
+		go func() { stopped <- (&Reconciler{Admission: a}).run(context.Background(), fp, &records{}) }()
 		for _, ev := range []pool.Event[client.ObjectKey]{{Key: key("a"), Type: pool.Connected},
 			{Key: key("b"), Type: pool.DialFailed}, {Key: key("a"), Type: pool.DialFailed}} {
 			fp.events <- ev
 		}
 		time.Sleep(5*time.Second - time.Millisecond)
 		synctest.Wait()
-		if n := q.Len(); n != 0 {
-			t.Fatalf("%d requests queued before the retry", n)
+		if got := fp.callLog(); len(got) != 0 {
+			t.Fatalf("pool calls %v before the retry", got)
 		}
 		time.Sleep(time.Millisecond)
 		synctest.Wait()
-		if n := q.Len(); n != 1 {
-			t.Fatalf("%d requests queued after the retry, want 1", n)
+		if got, want := fp.callLog(), []string{"connect f/a"}; !slices.Equal(got, want) {
+			t.Fatalf("pool calls %v after the retry, want %v", got, want)
 		}
-		if r, _ := q.Get(); r.NamespacedName != key("a") {
-			t.Fatalf("queued %v, want %v", r, key("a"))
+		close(fp.events) // the pool closed: the reconciler stops
+		if err := <-stopped; err != nil {
+			t.Fatal(err)
 		}
-		close(fp.events) // the pool closed: the source's goroutine ends
-		synctest.Wait()
 	})
 	fp := newFakePool()
 	fp.connect(&Cluster{Key: client.ObjectKey{Namespace: "f", Name: "up"}})

@@ -44,15 +44,16 @@
 //     member (internal/watchgzip).
 //   - rotator, generation, decide (rotator.go, generation.go,
 //     credentials.go): credentials that change in place.
-//   - SecretWatcher (secrets.go): changed kubeconfig Secrets, acted on from
-//     one goroutine: rotate in place, or the pool's Redial or Connect.
+//   - SecretWatcher (secrets.go): changed kubeconfig Secrets: rotate in
+//     place, or the pool's Redial or Connect.
 //   - Prober, liveness (probe.go, liveness.go): health; the wire's reads
 //     (HTTP/2 PING acks included) stand in for most GET /readyz.
 //   - Admission (admission.go), Source (source.go), Requeue (requeue.go):
 //     which clusters may be dialed, reconcile triggers, reconcile results.
-//   - Reconciler (reconciler.go): a SecretWatcher and a Prober on one
-//     subscription to the pool's events; follow (events.go) is their loop
-//     over a subscription.
+//   - Reconciler (reconciler.go, records.go): a SecretWatcher and a Prober
+//     as one reconciler per cluster: one record per cluster under one lock,
+//     one workqueue keyed by cluster, one subscription to the pool's events
+//     (follow, events.go).
 //   - internal/restmapper: each cluster's default RESTMapper, one mapping
 //     shared per distinct discovery; internal/cachedread: Cluster.Client,
 //     the Uncached client reading through the cache.
@@ -64,7 +65,8 @@
 // a ConfigSource, Admit and the Secret's parsing are called after the
 // unlock). Each is held for a few map or field operations:
 //
-//  1. SecretWatcher.mu: the pending Secrets and those kept while a dial runs.
+//  1. records.mu: each cluster's record (the pending Secret, the one kept
+//     while a dial runs, the next probe tick).
 //  2. rotator.mu: the live generations, their links' users, the TLS
 //     settings, stopped.
 //  3. generation.mu: a generation's phase changes, open streams and timer.

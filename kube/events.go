@@ -9,31 +9,26 @@ import (
 )
 
 // follow is kube's one loop over a pool's events. It subscribes to p,
-// calls subscribed (if set: the place to read the state of clusters that
-// changed before the subscription), then hands each event to onEvent and
-// each signal of wake to onWake, one at a time on the caller's goroutine,
-// until ctx is done. When the pool closes, it returns at once if wake is
-// nil, else it goes on serving wake until ctx is done (nothing connects
-// any more, but changed Secrets are still read).
+// calls subscribed (the place to read the state of clusters that changed
+// before the subscription), then hands each event to onEvent, one at a
+// time on the caller's goroutine, until ctx is done. When the pool
+// closes, it returns at once unless untilDone, else when ctx is done
+// (nothing connects any more, but changed Secrets are still read).
 func follow(ctx context.Context, p ClusterPool, subscribed func(),
-	onEvent func(pool.Event[client.ObjectKey]), wake <-chan struct{}, onWake func()) {
+	onEvent func(pool.Event[client.ObjectKey]), untilDone bool) {
 	events := p.Subscribe(ctx)
-	if subscribed != nil {
-		subscribed()
-	}
+	subscribed()
 	for {
 		select {
 		case ev, ok := <-events:
 			if !ok {
-				if wake == nil {
+				if !untilDone {
 					return
 				}
 				events = nil
 				continue
 			}
 			onEvent(ev)
-		case <-wake:
-			onWake()
 		case <-ctx.Done():
 			return
 		}

@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/clusterpool/clusterpool/internal/opt"
@@ -54,8 +52,9 @@ type ProberOptions struct {
 // that a retry with newer credentials, for a cluster whose credentials
 // rotate in place, did not cure; see SecretWatcher) replaces the client at
 // once by a new dial (pool Redial: its breaker's history kept, no Removed
-// event), which reads the credentials afresh. A client-go delaying
-// workqueue holds each cluster's next tick; Concurrency workers act on them.
+// event), which reads the credentials afresh. Each cluster's next tick is
+// in its record and in the Reconciler's workqueue; Concurrency workers act
+// on them (see Reconciler).
 //
 // The wire stands in for most probes (docs/health.md): a Dialer's cluster
 // records when its connections last read bytes, the acks of the HTTP/2
@@ -104,81 +103,23 @@ func NewProber(p ClusterPool, opts ProberOptions) (*Prober, error) {
 }
 
 // Start probes until ctx is done or the pool closes, then waits for
-// probes in flight.
+// probes in flight. It is a Reconciler with no SecretWatcher.
 func (pr *Prober) Start(ctx context.Context) error {
-	track, stop := pr.start(ctx)
-	defer stop()
-	follow(ctx, pr.pool, pr.trackConnected(track), func(ev pool.Event[client.ObjectKey]) {
-		if ev.Type == pool.Connected {
-			track(ev.Key)
-		}
-	}, nil, nil)
-	return nil
-}
-
-// start starts the workers on a new queue; track schedules a connected
-// cluster's first tick, stop shuts the queue down and waits for the
-// workers.
-func (pr *Prober) start(ctx context.Context) (track func(client.ObjectKey), stop func()) {
-	q := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[client.ObjectKey]{})
-	var workers sync.WaitGroup
-	for range pr.opts.Concurrency {
-		workers.Go(func() { pr.work(ctx, q) })
-	}
-	return func(key client.ObjectKey) { pr.track(key, q) }, func() {
-		q.ShutDown()
-		workers.Wait()
-	}
-}
-
-// trackConnected returns the func that tracks the clusters connected
-// before the subscription to the pool's events: their Connected events
-// are gone.
-func (pr *Prober) trackConnected(track func(client.ObjectKey)) func() {
-	return func() {
-		for _, key := range pr.pool.Keys() {
-			track(key)
-		}
-	}
-}
-
-// track schedules key's first tick, if it is connected, and makes a lost
-// connection of its client tick it at once.
-func (pr *Prober) track(key client.ObjectKey, q workqueue.TypedDelayingInterface[client.ObjectKey]) {
-	c, ok := pr.pool.Peek(key)
-	if !ok {
-		return
-	}
-	if lv := livenessOf(c); lv != nil {
-		lv.onLost(func() { q.Add(key) })
-	}
-	q.AddAfter(key, pr.opts.Interval) // an earlier schedule wins
-}
-
-// work probes the clusters q hands out until q shuts down.
-func (pr *Prober) work(ctx context.Context, q workqueue.TypedDelayingInterface[client.ObjectKey]) {
-	for {
-		key, shutdown := q.Get()
-		if shutdown {
-			return
-		}
-		pr.probe(ctx, key, q)
-		q.Done(key)
-	}
+	return (&Reconciler{Prober: pr}).run(ctx, pr.pool, &records{})
 }
 
 // probe checks key's current client unless its wire answered (see
 // Prober), reports the outcome to the pool, and schedules the next tick
-// while the cluster stays connected: decide says which, from the
+// while the cluster stays connected (after): decide says which, from the
 // cluster's schedule.
-func (pr *Prober) probe(ctx context.Context, key client.ObjectKey, q workqueue.TypedDelayingInterface[client.ObjectKey]) {
+func (pr *Prober) probe(ctx context.Context, key client.ObjectKey, after func(client.ObjectKey, time.Duration)) {
 	c, ok := pr.pool.Peek(key)
 	if !ok || ctx.Err() != nil {
 		return // disconnected: its next Connected event schedules it again
 	}
 	lv := livenessOf(c)
 	if act, wait := decide(view{in: inTick, connected: true, probe: pr.schedule(lv)}); act != actProbe {
-		q.AddAfter(key, wait) // nothing to report: the failure count stays
+		after(key, wait) // nothing to report: the failure count stays
 		return
 	}
 	if lv != nil {
@@ -211,7 +152,7 @@ func (pr *Prober) probe(ctx context.Context, key client.ObjectKey, q workqueue.T
 	pr.pool.Report(key, err)
 	pr.probed(key, err)
 	if _, ok := pr.pool.Peek(key); ok {
-		q.AddAfter(key, next)
+		after(key, next)
 	}
 }
 

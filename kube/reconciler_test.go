@@ -11,8 +11,12 @@ import (
 	"testing/synctest"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/clusterpool/clusterpool/pool"
 )
@@ -86,5 +90,48 @@ func TestReconcilerSharesOneSubscription(t *testing.T) {
 func TestReconcilerNeedsSecrets(t *testing.T) {
 	if err := (&Reconciler{}).Start(context.Background()); !errors.Is(err, ErrInvalidOptions) {
 		t.Errorf("Start = %v, want ErrInvalidOptions", err)
+	}
+}
+
+// SetupWithManager wires the Admission's controller, its Admitted as the
+// watcher's Admit, and the reconciler, in one call: an object created on
+// the management cluster is admitted and connected.
+func TestReconcilerSetupWithManager(t *testing.T) {
+	needEnvtest(t)
+	mgr, err := manager.New(mgmtCfg, manager.Options{Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := newFakePool()
+	w := &SecretWatcher{Informers: mgr.GetCache(), Pool: fp}
+	a := &Admission{Pool: fp, Object: &corev1.ConfigMap{}, Connect: true}
+	if err := (&Reconciler{Secrets: w, Admission: a}).SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	if w.Admit == nil {
+		t.Fatal("the watcher's Admit is not the Admission's")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	const ns = "reconciler-setup"
+	if err := mgmt.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !isAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	key := client.ObjectKey{Namespace: ns, Name: "c1"}
+	if err := mgmt.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name}}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 30*time.Second, "the object to be admitted and connected", func() bool {
+		return w.Admit(key) && slices.Contains(fp.callLog(), "connect "+key.String())
+	})
+	if err := (&Reconciler{}).SetupWithManager(mgr); !errors.Is(err, ErrInvalidOptions) {
+		t.Errorf("SetupWithManager without Secrets = %v, want ErrInvalidOptions", err)
 	}
 }

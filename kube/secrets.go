@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -19,9 +18,9 @@ import (
 // SecretWatcher acts as soon as a cluster's kubeconfig Secret changes,
 // instead of waiting for a probe to fail. It is a manager.Runnable that
 // watches Secrets through a management-cluster informer cache (the
-// manager's, usually). Its handler only queues the changed Secrets (the
-// latest of each cluster); Start's goroutine acts on them, and on the
-// pool's events, one at a time.
+// manager's, usually). Its handler only records the changed Secret (the
+// latest of each cluster) and queues the cluster; a worker of the
+// Reconciler that runs it acts on it, one worker per cluster at a time.
 //
 // A connected cluster's changed kubeconfig is read as the Dialer's
 // ConfigSource reads it, so under the same KubeconfigPolicy (a SecretSource
@@ -61,7 +60,7 @@ type SecretWatcher struct {
 	// out, one whose Cluster is gone) dials nothing, even with Connect,
 	// and re-dials nothing when it changes (Cluster API #12657).
 	// Admission.Admitted fits. nil admits every cluster. It is called on
-	// Start's goroutine, for every kubeconfig Secret added or changed: it
+	// the Reconciler's workers, for every kubeconfig Secret added or changed: it
 	// must be quick and safe for concurrent use.
 	Admit func(key client.ObjectKey) bool
 	// Logger receives rotations (V(1)) and refused Secrets, by cluster
@@ -72,16 +71,10 @@ type SecretWatcher struct {
 	// GetEventRecorderFor fits).
 	Recorder record.EventRecorder
 
-	mu sync.Mutex
-	// pending holds the changed Secrets not acted on yet, the latest of
-	// each cluster, in order; wake says it is not empty.
-	pending map[client.ObjectKey]change
-	order   []client.ObjectKey
-	wake    chan struct{}
-	// dialing holds the latest changed Secret of each cluster that was
-	// dialing when it changed, until that dial ends or the cluster is
-	// removed.
-	dialing map[client.ObjectKey]change
+	// recs holds, per cluster, the changed Secret not acted on yet and the
+	// one kept while a dial runs (see clusterRecord); a Reconciler keeps its
+	// probe ticks there too.
+	recs records
 }
 
 // change is a changed kubeconfig Secret and the revisions
@@ -108,51 +101,35 @@ func (c change) after(before []string) []string {
 func revisionOf(s *corev1.Secret) string { return KubeconfigRevision(s.Data[KubeconfigSecretKey]) }
 
 // Start registers the handler, acts on the changed Secrets and the pool's
-// events, and returns once ctx is done.
+// events, and returns once ctx is done. It is a Reconciler with no Prober.
 func (w *SecretWatcher) Start(ctx context.Context) error {
-	return w.run(ctx, nil, func(pool.Event[client.ObjectKey]) {})
+	return (&Reconciler{Secrets: w}).Start(ctx)
 }
 
-// run is Start, calling subscribed once subscribed to the pool (if set),
-// and handing each pool event to also once the watcher has acted on it.
-func (w *SecretWatcher) run(ctx context.Context, subscribed func(), also func(pool.Event[client.ObjectKey])) error {
+// register adds the handler that records each changed kubeconfig Secret
+// and hands its cluster to enqueue; the returned func removes it.
+func (w *SecretWatcher) register(ctx context.Context, enqueue func(client.ObjectKey)) (func() error, error) {
 	inf, err := w.Informers.GetInformer(ctx, &corev1.Secret{})
 	if err != nil {
-		return fmt.Errorf("kube: Secret informer: %w", err)
+		return nil, fmt.Errorf("kube: Secret informer: %w", err)
 	}
 	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { w.enqueue(nil, obj) },
+		AddFunc: func(obj any) { w.enqueue(nil, obj, enqueue) },
 		UpdateFunc: func(old, obj any) {
 			if o, ok := old.(*corev1.Secret); ok && !sameKubeconfig(o, obj) {
-				w.enqueue(o, obj)
+				w.enqueue(o, obj, enqueue)
 			}
 		},
 	})
 	if err != nil {
-		return fmt.Errorf("kube: Secret handler: %w", err)
+		return nil, fmt.Errorf("kube: Secret handler: %w", err)
 	}
-	follow(ctx, w.Pool, subscribed, func(ev pool.Event[client.ObjectKey]) {
-		w.drain() // the Secrets that changed before the event first
-		w.event(ev)
-		also(ev)
-	}, w.wakeup(), w.drain)
-	return inf.RemoveEventHandler(reg)
+	return func() error { return inf.RemoveEventHandler(reg) }, nil
 }
 
-// wakeup returns the channel that says Secrets are pending.
-func (w *SecretWatcher) wakeup() chan struct{} {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.wake == nil {
-		w.wake = make(chan struct{}, 1)
-	}
-	return w.wake
-}
-
-// enqueue queues obj, a kubeconfig Secret added (old nil) or whose
-// kubeconfig changed from old's; it replaces one of its cluster not acted
-// on yet.
-func (w *SecretWatcher) enqueue(old *corev1.Secret, obj any) {
+// enqueue records obj, a kubeconfig Secret added (old nil) or whose
+// kubeconfig changed from old's, and hands its cluster to queue.
+func (w *SecretWatcher) enqueue(old *corev1.Secret, obj any, queue func(client.ObjectKey)) {
 	s, key, ok := kubeconfigSecretOf(obj)
 	if !ok {
 		return
@@ -161,37 +138,19 @@ func (w *SecretWatcher) enqueue(old *corev1.Secret, obj any) {
 	if old != nil {
 		ch.before = []string{revisionOf(old)}
 	}
-	wake := w.wakeup()
-	w.mu.Lock()
-	if prev, ok := w.pending[key]; ok {
-		ch.before = prev.after(ch.before)
-	} else {
-		w.order = append(w.order, key)
-	}
-	if w.pending == nil {
-		w.pending = map[client.ObjectKey]change{}
-	}
-	w.pending[key] = ch
-	w.mu.Unlock()
-	select {
-	case wake <- struct{}{}:
-	default:
-	}
+	w.recs.changed(key, ch)
+	queue(key)
 }
 
-// drain acts on every pending Secret, in order.
-func (w *SecretWatcher) drain() {
-	for {
-		w.mu.Lock()
-		if len(w.order) == 0 {
-			w.mu.Unlock()
-			return
-		}
-		key := w.order[0]
-		w.order = w.order[1:]
-		ch := w.pending[key]
-		delete(w.pending, key)
-		w.mu.Unlock()
+// reconcile acts on key's pending Secret, if any: one changed since, as
+// act does; one kept for a dial that has ended, as dialEnded does.
+func (w *SecretWatcher) reconcile(key client.ObjectKey) {
+	ch, ended, ok := w.recs.takePending(key)
+	switch {
+	case !ok:
+	case ended:
+		w.dialEnded(key, ch)
+	default:
 		w.act(ch)
 	}
 }
@@ -206,25 +165,22 @@ func kubeconfigSecretOf(obj any) (*corev1.Secret, client.ObjectKey, bool) {
 	return s, client.ObjectKey{Namespace: s.Namespace, Name: strings.TrimSuffix(s.Name, "-kubeconfig")}, true
 }
 
-// event acts on the end of a dial during which a Secret changed, and
-// forgets that Secret when the cluster is removed. Every end of a dial is
-// an event (Connected, DialFailed, BreakerOpened: see pool.DialFailed),
-// and the latest event of a cluster is never lost: an event that starts
-// a dial (BreakerHalfOpen, Redialed) keeps the Secret for that dial's end.
-// A dial that starts after the event sends none: the decision on the
-// Secret then finds it dialing and keeps the Secret again.
-func (w *SecretWatcher) event(ev pool.Event[client.ObjectKey]) {
+// noted records the end of a dial during which a Secret changed, and
+// forgets that Secret when the cluster is removed; it reports whether key
+// has a Secret to act on now. Every end of a dial is an event (Connected,
+// DialFailed, BreakerOpened: see pool.DialFailed), and the latest event of
+// a cluster is never lost: an event that starts a dial (BreakerHalfOpen,
+// Redialed) keeps the Secret for that dial's end. A dial that starts after
+// the event sends none: the decision on the Secret then finds it dialing
+// and keeps the Secret again.
+func (w *SecretWatcher) noted(ev pool.Event[client.ObjectKey]) bool {
 	switch ev.Type {
 	case pool.Removed:
-		w.take(ev.Key)
-		return
+		w.recs.take(ev.Key)
 	case pool.Connected, pool.DialFailed, pool.BreakerOpened:
-	default:
-		return // no dial ended
+		return w.recs.dialEnded(ev.Key)
 	}
-	if ch, ok := w.take(ev.Key); ok {
-		w.dialEnded(ev.Key, ch)
-	}
+	return false
 }
 
 // dialEnded acts on ch, the Secret that changed while key's dial ran, now
@@ -235,41 +191,6 @@ func (w *SecretWatcher) dialEnded(key client.ObjectKey, ch change) {
 	w.decideSecret(key, ch, true)
 }
 
-// keep holds ch, the changed Secret of cluster key that is dialing, for
-// when the dial ends.
-func (w *SecretWatcher) keep(key client.ObjectKey, ch change) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.dialing == nil {
-		w.dialing = map[client.ObjectKey]change{}
-	}
-	w.dialing[key] = ch
-}
-
-// holds reports whether a Secret is kept for key.
-func (w *SecretWatcher) holds(key client.ObjectKey) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	_, ok := w.dialing[key]
-	return ok
-}
-
-// take returns and forgets the Secret kept for key, if any.
-func (w *SecretWatcher) take(key client.ObjectKey) (change, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	ch, ok := w.dialing[key]
-	delete(w.dialing, key)
-	return ch, ok
-}
-
-// changed acts on obj as on a kubeconfig Secret added now.
-func (w *SecretWatcher) changed(obj any) {
-	if s, _, ok := kubeconfigSecretOf(obj); ok {
-		w.act(change{s: s})
-	}
-}
-
 // act handles a kubeconfig Secret that was added, or whose kubeconfig
 // changed. It replaces the Secret kept for a dial of its cluster.
 func (w *SecretWatcher) act(ch change) {
@@ -277,7 +198,7 @@ func (w *SecretWatcher) act(ch change) {
 	if w.Admit != nil && !w.Admit(key) {
 		return
 	}
-	if prev, ok := w.take(key); ok {
+	if prev, ok := w.recs.take(key); ok {
 		ch.before = prev.after(ch.before)
 	}
 	w.decideSecret(key, ch, w.Connect)
@@ -309,7 +230,7 @@ func (w *SecretWatcher) decideSecret(key client.ObjectKey, ch change, connect bo
 			w.Pool.Connect(key)
 		}
 		if v.dialing {
-			w.keep(key, ch)
+			w.recs.keep(key, ch)
 		}
 	}
 }

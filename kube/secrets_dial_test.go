@@ -163,7 +163,7 @@ func TestSecretChangedDuringFailedDialIsDialed(t *testing.T) {
 	}
 	s1 := st.put(key, tokenKubeconfig(t, srv, "t1"))
 	inf.inf.update(s0, s1)
-	waitUntil(t, 10*time.Second, "the watcher to keep the Secret for the dial", func() bool { return w.holds(key) })
+	waitUntil(t, 10*time.Second, "the watcher to keep the Secret for the dial", func() bool { return w.recs.holds(key) })
 	close(src.release) // the dial fails: it read the broken Secret
 	ev.waitFor(t, 0, key, connected(true), 20*time.Second)
 	if c, ok := p.Peek(key); !ok || c.Revision() != revisionOf(s1) {
@@ -190,7 +190,7 @@ func TestCredentialsNeverRollBack(t *testing.T) {
 			f.setState(pool.ClusterState{Known: true, Breaker: breaker.StateClosed, ConsecutiveFailures: 1})
 			f.send(pool.DialFailed)
 			f.sync()
-			if f.w.holds(f.key) {
+			if f.w.recs.holds(f.key) {
 				f.t.Fatal("the Secret kept for the dial is still kept after it failed")
 			}
 			s2 := f.st.put(f.key, tokenKubeconfig(f.t, f.srv, "t2"))

@@ -135,3 +135,20 @@ func TestSecretWatcherChecksAgainOnConnect(t *testing.T) {
 		t.Fatalf("calls %v, want %v", got, want)
 	}
 }
+
+// event records ev as a Reconciler's loop does, then acts at once on what
+// it left pending, as the cluster's worker does once the queue hands it
+// the cluster.
+func (w *SecretWatcher) event(ev pool.Event[client.ObjectKey]) {
+	if w.noted(ev) {
+		w.reconcile(ev.Key)
+	}
+}
+
+// changed acts on obj at once as on a kubeconfig Secret added now, as the
+// cluster's worker does once the queue hands it the cluster.
+func (w *SecretWatcher) changed(obj any) {
+	if s, _, ok := kubeconfigSecretOf(obj); ok {
+		w.act(change{s: s})
+	}
+}

@@ -26,11 +26,10 @@
 // watcher and the Prober run as one kube.Reconciler, on one subscription
 // to the pool's events, which also sets connection_up; each probe's
 // outcome reaches the series and GetClusterSource through
-// kube.ProberOptions.Probed. The
-// admission requeues a Cluster it admitted and the pool holds no client
-// for (kube.Admission.SetRetry), which retries a failed dial, as
-// ClusterCache's Reconcile does. SetupWithManagerAndPolicy takes another
-// kube.KubeconfigPolicy.
+// kube.ProberOptions.Probed. The same reconciler connects again, after
+// kube.Admission.SetRetry's delay, a Cluster the admission admitted whose
+// dial failed, as ClusterCache's Reconcile does. SetupWithManagerAndPolicy
+// takes another kube.KubeconfigPolicy.
 //
 // Telemetry needs no line in main.go. Cluster API's series
 // capi_cluster_cache_connection_up, capi_cluster_cache_healthcheck and

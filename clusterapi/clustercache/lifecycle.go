@@ -8,10 +8,11 @@ import (
 	"github.com/clusterpool/clusterpool/kube"
 )
 
-// Start runs the prober and the kubeconfig Secret watcher (one
-// kube.Reconciler, whose events also feed the metrics) and the trace
-// export until ctx is done or Shutdown is called, then closes the pool and
-// flushes the traces. SetupWithManager adds it to the manager.
+// Start runs the prober, the kubeconfig Secret watcher and the
+// admission's retries (one kube.Reconciler, whose events also feed the
+// metrics) and the trace export until ctx is done or Shutdown is called,
+// then closes the pool and flushes the traces. SetupWithManager adds it to
+// the manager.
 func (cc *clusterCache) Start(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -24,7 +25,7 @@ func (cc *clusterCache) Start(ctx context.Context) error {
 	}()
 	cc.traces.start(ctx, cc.log)
 	defer cc.traces.stop(cc.log)
-	r := kube.Reconciler{Secrets: cc.secrets, Prober: cc.prober,
+	r := kube.Reconciler{Secrets: cc.secrets, Prober: cc.prober, Admission: cc.admission,
 		OnSubscribed: func() { cc.metrics.held(cc.pool) },
 		OnEvent:      cc.metrics.event}
 	err := r.Start(ctx)

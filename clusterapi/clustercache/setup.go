@@ -98,9 +98,10 @@ func SetupWithManagerAndPolicy(ctx context.Context, mgr manager.Manager, options
 func (cc *clusterCache) wire(mgr manager.Manager, options Options, controllerOptions controller.Options) error {
 	cc.admission = &kube.Admission{Pool: cc.pool,
 		Object: &clusterv1.Cluster{}, Connect: true, Name: ControllerName, Admit: admit(options.ClusterFilter)}
-	// A failed dial that left the breaker closed is retried by the
-	// admission's requeue (ClusterCache retries every
-	// ConnectionCreationRetryInterval); an open breaker probes itself.
+	// A failed dial that left the breaker closed is retried after the
+	// admission's SetRetry by the reconciler Start runs (ClusterCache
+	// retries every ConnectionCreationRetryInterval); an open breaker
+	// probes itself.
 	cc.admission.SetRetry(cc.retryDelay())
 	cc.admitted = cc.admission.Admitted
 	cc.metrics.admitted = cc.admission.Admitted
