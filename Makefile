@@ -269,7 +269,7 @@ bench-rotation: envtest-assets
 ## on 100 Clusters over 4 workload apiservers behind fault proxies, with Cluster API v1.14.2's
 ## MachineHealthCheck and Machine reconcilers: the drop-in and the stock ClusterCache at once, one
 ## manager and management apiserver each, every fault on both (~65 min); the report lists where the
-## drop-in is behind (10 % + 0.5 s). Writes bench/peers/results/chaos.{md,json,png}; CHAOS_FLAGS adds
+## drop-in is behind (10 % + 0.5 s). Writes bench/peers/results/chaos.{md,json,png} and chaos-samples.json (every time back); CHAOS_FLAGS adds
 ## driver flags (-chaos-pprof DIR keeps the manager's goroutine and heap profiles at the
 ## baseline and the end). chaos-short (.ci/run): 3 minutes, seed 1 (or CHAOS_SEED), the drop-in alone on 30
 ## Clusters; fails if anything is stuck, leaked, crossed or hung. chaos-short-race: the same

@@ -266,6 +266,9 @@ func Run(ctx context.Context, o *Options) error {
 	if err := fleet.WriteJSONAs(o.JSONOut, rep, false); err != nil {
 		return err
 	}
+	if err := fleet.WriteJSONAs(samplesFile(o.JSONOut), samplesOf(res), false); err != nil {
+		return err
+	}
 	if co.Short {
 		return shortVerdict(rep)
 	}

@@ -35,8 +35,10 @@ type chaosResult struct {
 	Points    []tracePoint  `json:"points"`
 	Warmup    float64       `json:"warmup_s"`
 	// Samples is every time back the classes sum up, for finding why a
-	// slow one was slow (issue 44: correlate with the manager's log).
-	Samples []backSample `json:"samples"`
+	// slow one was slow (issue 44: pair them with the other cache's, and
+	// with the pool's spans). They go to a file of their own beside the
+	// report's JSON (samplesFile), which stays small enough to commit.
+	Samples []backSample `json:"-"`
 	// Note says where a result comes from when the report joins runs of
 	// one schedule made at different times (written by hand; empty when
 	// one run made every result).
