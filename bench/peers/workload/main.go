@@ -91,6 +91,14 @@ func Run(ctx context.Context, p Peer, plan Plan, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	sent := func() map[string]uint64 { return nil }
+	if !plan.MeasureFrom.IsZero() {
+		u, err := url.Parse(cfg.Host)
+		if err != nil {
+			return fmt.Errorf("management host: %w", err)
+		}
+		sent = countSent(u.Host, plan.MeasureFrom)
+	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	strategy, watch, err := p.Setup(runCtx, mgr, plan)
@@ -118,6 +126,7 @@ func Run(ctx context.Context, p Peer, plan Plan, out io.Writer) error {
 	}
 	f := rec.Figures()
 	f.Availability = sampled.stop()
+	f.RequestsSent = sent()
 	f.Strategy, f.Version = p.Name, p.Version
 	f.Timings = plan.Timings.Dists()
 	measure(plan, requests, &f)
