@@ -93,11 +93,13 @@ func runGray(in, out string) error {
 }
 
 // shifted is r's healthy throughput series with time counted from the
-// faults' start.
+// faults' start, without its last bucket: the run ends within it, and a
+// few reconciles over a sliver of a bucket are no rate.
 func shifted(r *grayRun) plotter.XYs {
 	off := float64(r.FaultsFromUnixMs-r.Figures.StartUnixMs) / 1000
 	var xy plotter.XYs
-	for _, p := range r.Figures.Series {
+	series := r.Figures.Series
+	for _, p := range series[:max(len(series)-1, 0)] {
 		xy = append(xy, plotter.XY{X: p.T - off, Y: p.HealthyPerSec})
 	}
 	return xy

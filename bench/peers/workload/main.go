@@ -91,13 +91,9 @@ func Run(ctx context.Context, p Peer, plan Plan, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	sent := func() map[string]uint64 { return nil }
-	if !plan.MeasureFrom.IsZero() {
-		u, err := url.Parse(cfg.Host)
-		if err != nil {
-			return fmt.Errorf("management host: %w", err)
-		}
-		sent = countSent(u.Host, plan.MeasureFrom)
+	sent, err := countSentFrom(plan, cfg.Host)
+	if err != nil {
+		return err
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()

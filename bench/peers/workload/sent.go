@@ -2,7 +2,9 @@ package workload
 
 import (
 	"context"
+	"fmt"
 	"maps"
+	"net/url"
 	"sync"
 	"time"
 
@@ -31,6 +33,20 @@ func countSent(mgmtHost string, from time.Time) func() map[string]uint64 {
 	c := &sentCounter{mgmt: mgmtHost, from: from, next: metrics.RequestResult, n: map[string]uint64{}}
 	metrics.RequestResult = c
 	return c.counts
+}
+
+// countSentFrom is countSent from plan.MeasureFrom, on the workload hosts
+// (every host but mgmtHost's, a URL), or without -measure-from a function
+// that counts nothing.
+func countSentFrom(plan Plan, mgmtHost string) (func() map[string]uint64, error) {
+	if plan.MeasureFrom.IsZero() {
+		return func() map[string]uint64 { return nil }, nil
+	}
+	u, err := url.Parse(mgmtHost)
+	if err != nil {
+		return nil, fmt.Errorf("management host: %w", err)
+	}
+	return countSent(u.Host, plan.MeasureFrom), nil
 }
 
 // Increment implements metrics.ResultMetric.

@@ -17,7 +17,8 @@ import (
 type GrayOptions struct {
 	// On is -gray: run the gray experiment instead of the four scenarios.
 	On bool
-	// From is -gray-from: run nothing, print this -json file's report.
+	// From is -gray-from: run nothing, compute the figures of this -json
+	// file's runs again and print the report.
 	From string
 	// Warmup: every Cluster passes this long first (all connect); For:
 	// then the faults are in force this long.
@@ -35,7 +36,7 @@ type GrayOptions struct {
 func registerGray(fs *flag.FlagSet) *GrayOptions {
 	g := &GrayOptions{}
 	fs.BoolVar(&g.On, "gray", false, "the gray run (make bench-gray): slow, erroring and throttled Clusters behind grayproxies; each strategy once with no fault (baseline) and once with them")
-	fs.StringVar(&g.From, "gray-from", "", "run nothing: print the gray report of this -json file again")
+	fs.StringVar(&g.From, "gray-from", "", "run nothing: compute the figures of this -json file's runs again and print its report (-json: write it)")
 	fs.DurationVar(&g.Warmup, "gray-warmup", 15*time.Second, "gray run: every Cluster passes this long first")
 	fs.DurationVar(&g.For, "gray-for", 165*time.Second, "gray run: how long the faults are in force")
 	fs.Float64Var(&g.Fraction, "gray-fraction", 0.1, "gray run: fraction of the Clusters slow, at 40 % errors, and throttled (each); one more at 60 % and one at 20 % errors")
@@ -69,7 +70,11 @@ func runGray(ctx context.Context, o *Options) error {
 		if err := protocol.ReadReport(o.Gray.From, &rep); err != nil {
 			return err
 		}
-		return writeGray(o.Out, rep)
+		rep.Figures = grayFigures(rep.Strategies, rep.Runs)
+		if err := writeGray(o.Out, rep); err != nil {
+			return err
+		}
+		return fleet.WriteJSON(o.JSONOut, rep)
 	}
 	g := o.Gray
 	classes, err := fleet.LayGray(o.Cfg.Clusters, g.Fraction, o.Cfg.Seed)

@@ -67,7 +67,7 @@ func TestReachedShareAndWorstTime(t *testing.T) {
 // (Unix ms 100,000) and end 300 s later, with av and the clusters.
 func run(strategy string, av *protocol.Availability, clusters ...grayCluster) grayRun {
 	return grayRun{Strategy: strategy, Phase: "gray", FaultsFromUnixMs: 100_000, Clusters: clusters,
-		Figures: protocol.Figures{StartUnixMs: 85_000, Seconds: 315, HealthyOKP99Ms: 115, Availability: av,
+		Figures: protocol.Figures{StartUnixMs: 85_000, Seconds: 315, HealthyOKP99Ms: 115, HealthyPerSec: 25, Availability: av,
 			RequestsSent: map[string]uint64{"h:1": 100, "h:2": 1000, "h:3": 50}}}
 }
 
@@ -98,7 +98,7 @@ func TestGrayFigures(t *testing.T) {
 		{Name: "t1", Class: fleet.GrayThrottled, Host: "h:2", Reached: 990},
 		{Name: "t2", Class: fleet.GrayThrottled, Host: "h:3", Reached: 40},
 	}
-	base := grayRun{Strategy: "clusterpool", Phase: "baseline", Figures: protocol.Figures{HealthyOKP99Ms: 100}}
+	base := grayRun{Strategy: "clusterpool", Phase: "baseline", Figures: protocol.Figures{HealthyOKP99Ms: 100, HealthyPerSec: 50}}
 	stockBase := grayRun{Strategy: "clustercache", Phase: "baseline", Figures: protocol.Figures{HealthyOKP99Ms: 120}}
 	figs := grayFigures([]string{"clusterpool", "clustercache", "absent"},
 		[]grayRun{base, run("clusterpool", pool, clusters...), stockBase, run("clustercache", stock, clusters...)})
@@ -109,6 +109,8 @@ func TestGrayFigures(t *testing.T) {
 		verdict               string
 	}{
 		{"clusterpool", "healthy", figP99Ratio, 1.15, verdictNotMet},
+		{"clusterpool", "healthy", figRate, 0.5, ""}, // 25 of 50 a second, no bar
+		{"clustercache", "healthy", figRate, -1, ""}, // none in the baseline
 		{"clustercache", "healthy", figP99Ratio, 115.0 / 120, verdictMet},
 		{"clusterpool", "errors-60", figFound, 12, verdictMet},
 		{"clustercache", "errors-60", figFound, -1, verdictNotMet},
@@ -140,7 +142,7 @@ func TestGrayFigures(t *testing.T) {
 		"| throttled | breaker opens per 5 min | ≤ 1 | 2.0 **NOT met** | n/a |",
 		"| throttled | share of requests sent that reached it | ≥ 95 % | 80.0 % **NOT met** | 80.0 % **NOT met** |",
 		"n/a — clustercache: " + noBreakerWhy,
-		"| clusterpool  | gray | 0.0 | 0 | 0 | 0 | 1150 / 1130 (0) |",
+		"| clusterpool  | gray | 25.0 | 0 | 0 | 0 | 1150 / 1130 (0) |",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, b.String())

@@ -82,7 +82,7 @@ func grayCell(f grayFigure) string {
 		v = "–"
 	case f.Figure == figShare:
 		v = fmt.Sprintf("%.1f %%", f.Value*100)
-	case f.Figure == figP99Ratio:
+	case f.Figure == figP99Ratio || f.Figure == figRate:
 		v = fmt.Sprintf("%.3f", f.Value)
 	default:
 		v = fmt.Sprintf("%.1f", f.Value)
