@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -31,28 +32,16 @@ func TestStartGrayRoutesEachClusterThroughItsProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	s := &corev1.Secret{}
-	if err := f.Mgmt.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: "c001-kubeconfig"}, s); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(s.Data["value"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := g.Proxies[1].URL(); cfg.Host != want {
-		t.Fatalf("c001's kubeconfig names %s, want its proxy %s", cfg.Host, want)
-	}
-	cfg.Timeout = 10 * time.Second
-	c, err := client.New(cfg, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	get := func() error { return c.Get(ctx, client.ObjectKey{Name: "default"}, &corev1.Namespace{}) }
-	if err := get(); err != nil {
+	get := secretClient(ctx, t, f, g, 1)
+	if err := get(); err != nil { // with the client's lazy discovery
 		t.Fatalf("through the proxy: %v", err)
 	}
-	if n := g.Proxies[1].Total().Passed; n != 1 {
-		t.Fatalf("c001's proxy passed %d requests, want 1", n)
+	passed := g.Proxies[1].Total().Passed
+	if err := get(); err != nil {
+		t.Fatal(err)
+	}
+	if n := g.Proxies[1].Total().Passed - passed; n != 1 {
+		t.Fatalf("c001's proxy passed %d requests for one Get, want 1", n)
 	}
 	if n := g.Proxies[0].Total().Received(); n != 0 {
 		t.Fatalf("c000's proxy received %d requests, want 0", n)
@@ -61,15 +50,7 @@ func TestStartGrayRoutesEachClusterThroughItsProxy(t *testing.T) {
 	if err := g.Set([]GrayClass{"", GrayErrors60}, faults, 1); err != nil {
 		t.Fatal(err)
 	}
-	failed := 0
-	for range 20 {
-		switch err := get(); {
-		case apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err):
-			failed++
-		case err != nil:
-			t.Fatalf("at 60 %% errors: %v", err)
-		}
-	}
+	failed := countServerErrors(t, get, 20)
 	if faulted := g.Proxies[1].Total().Faulted; failed < 10 || failed > 14 || uint64(failed) != faulted {
 		t.Fatalf("%d of 20 failed, the proxy faulted %d; want 12 within two, the same", failed, faulted)
 	}
@@ -79,4 +60,43 @@ func TestStartGrayRoutesEachClusterThroughItsProxy(t *testing.T) {
 	if err := get(); err != nil {
 		t.Fatalf("after Pass: %v", err)
 	}
+}
+
+// secretClient returns a Get of the default namespace with a client built
+// from Cluster i's kubeconfig Secret, checking that it names i's proxy.
+func secretClient(ctx context.Context, t *testing.T, f *Fleet, g *Gray, i int) func() error {
+	t.Helper()
+	s := &corev1.Secret{}
+	if err := f.Mgmt.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: f.Names[i] + "-kubeconfig"}, s); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(s.Data["value"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := g.Proxies[i].URL(); cfg.Host != want {
+		t.Fatalf("%s's kubeconfig names %s, want its proxy %s", f.Names[i], cfg.Host, want)
+	}
+	cfg.Timeout = 10 * time.Second
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func() error { return c.Get(ctx, client.ObjectKey{Name: "default"}, &corev1.Namespace{}) }
+}
+
+// countServerErrors calls get n times and returns how many answered 500
+// or 503, failing the test on any other error.
+func countServerErrors(t *testing.T, get func() error, n int) int {
+	t.Helper()
+	failed := 0
+	for range n {
+		switch err := get(); {
+		case apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err):
+			failed++
+		case err != nil:
+			t.Fatalf("a request failed otherwise: %v", err)
+		}
+	}
+	return failed
 }
