@@ -201,7 +201,7 @@ bench-peers: envtest-assets
 	set -o pipefail; (cd bench && $(GO) run -trimpath ./peers/driver $(PEERS_FLAGS) -json $(CURDIR)/bench/peers/results/peers.json) | tee bench/peers/results/peers.md
 	cd bench/plot && $(GO) run . -in ../peers/results/peers.json -out ../peers/results/peers.png
 
-## bench-gray: issue 43's gray run (~14 min): 40 Clusters, each behind an
+## bench-gray: issue 43's gray run (~12 min): 40 Clusters, each behind an
 ## internal/grayproxy; 10 % slow, 10 % at 40 % errors, 10 % throttled, one at
 ## 60 % and one at 20 % errors; stock ClusterCache v1.14.2 and clusterpool, each
 ## once with no fault and once with them. Writes bench/peers/results/

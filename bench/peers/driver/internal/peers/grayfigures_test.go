@@ -1,6 +1,8 @@
 package peers
 
 import (
+	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -147,5 +149,30 @@ func TestGrayFigures(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, b.String())
 		}
+	}
+}
+
+// -gray-from runs no peer: Run computes the figures of the file's runs
+// again (not the ones stored in it) and prints the report.
+func TestGrayFromRecomputes(t *testing.T) {
+	stored := grayReport{Strategies: []string{"clusterpool"}, Runs: []grayRun{
+		{Strategy: "clusterpool", Phase: "baseline", Figures: protocol.Figures{HealthyOKP99Ms: 100, HealthyPerSec: 10}},
+		{Strategy: "clusterpool", Phase: "gray", Figures: protocol.Figures{HealthyOKP99Ms: 105, HealthyPerSec: 10}},
+	}, Figures: []grayFigure{{Strategy: "clusterpool", Class: "healthy", Figure: "stale"}}}
+	file := filepath.Join(t.TempDir(), "gray.json")
+	if err := fleet.WriteJSON(file, stored); err != nil {
+		t.Fatal(err)
+	}
+	o, err := parse("-gray-from", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	o.Out = &b
+	if err := Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	if s := b.String(); !strings.Contains(s, "| healthy | healthy ok p99, gray ÷ baseline | ≤ 1.10 | 1.050 met |") || strings.Contains(s, "stale") {
+		t.Fatalf("report:\n%s", s)
 	}
 }
