@@ -28,7 +28,7 @@ DEMO_FLAGS  ?= -duration 60s -flap 20s
 TESTED_MODULES := . tracing/otlp examples/capi clusterapi bench bench/peers/workload bench/peers/capi
 BUILT_MODULES  := bench/plot $(addprefix bench/peers/,protocol cct clustercache clusterpool floor)
 
-.PHONY: all test test-newest adoption chaos chaos-short chaos-short-race vet vet-ahead vet-built lint lint-checks staticcheck test-newest-build capi-conformance-build fmt bench bench-scale bench-mhc bench-before-after bench-rotation capi-conformance capi-conformance-adapter bench-scenarios bench-scenarios-realtime bench-peers bench-peers-smoke soak demo demo-replicas demo-herd bench-shard tools clean envtest-assets crds jaeger jaeger-bin trace-picture
+.PHONY: all test test-newest adoption chaos chaos-short chaos-short-race vet vet-ahead vet-built lint lint-checks staticcheck test-newest-build capi-conformance-build fmt bench bench-gray bench-scale bench-mhc bench-before-after bench-rotation capi-conformance capi-conformance-adapter bench-scenarios bench-scenarios-realtime bench-peers bench-peers-smoke soak demo demo-replicas demo-herd bench-shard tools clean envtest-assets crds jaeger jaeger-bin trace-picture
 
 all: lint test
 
@@ -201,6 +201,16 @@ bench-peers: envtest-assets
 	@mkdir -p bench/peers/results
 	set -o pipefail; (cd bench && $(GO) run ./peers/driver $(PEERS_FLAGS) -json $(CURDIR)/bench/peers/results/peers.json) | tee bench/peers/results/peers.md
 	cd bench/plot && $(GO) run . -in ../peers/results/peers.json -out ../peers/results/peers.png
+
+## bench-gray: issue 43's gray run (~12 min): 40 Clusters, each behind an
+## internal/grayproxy; 10 % slow, 10 % at 40 % errors, 10 % throttled, one at
+## 60 % and one at 20 % errors; stock ClusterCache v1.14.2 and clusterpool, each
+## once with no fault and once with them. Writes bench/peers/results/
+## gray.{md,json,png}; GRAY_FLAGS adds driver flags (-h lists the -gray-… ones).
+bench-gray: envtest-assets
+	@mkdir -p bench/peers/results
+	set -o pipefail; (cd bench && $(GO) run -trimpath ./peers/driver -gray -strategies clustercache,clusterpool $(GRAY_FLAGS) -json $(CURDIR)/bench/peers/results/gray.json) | tee bench/peers/results/gray.md
+	cd bench/plot && $(GO) run . -gray -in ../peers/results/gray.json -out ../peers/results/gray.png
 
 ## bench-peers-smoke: the bench-peers harness on 4 clusters, the dead
 ## scenario for 10 s per peer; fails unless every peer reconciled (make test).

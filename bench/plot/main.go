@@ -8,6 +8,9 @@
 //     figure over the fleet size, one line per peer;
 //   - -chaos: results/chaos.png from a chaos run (make chaos): Clusters
 //     connected over time per ClusterCache, and the faults;
+//   - -gray: results/gray.png from a gray run (make bench-gray): healthy
+//     reconciles per second over time, baseline against gray run, and each
+//     gray Cluster's cut-offs, a row per strategy;
 //   - -scenarios: bench/results/scenarios.png from bench/cmd/scenarios: healthy
 //     throughput and reconcile p99 against the fraction of dead clusters
 //     (scenario 2 of bench/sim), one line per strategy.
@@ -18,6 +21,7 @@
 //	go run . -in ../peers/results/peers.json -out ../peers/results/peers.png
 //	go run . -scale -in ../peers/results/scale.json -out ../peers/results/scale.png
 //	go run . -chaos -in ../peers/results/chaos.json -out ../peers/results/chaos.png
+//	go run . -gray -in ../peers/results/gray.json -out ../peers/results/gray.png
 //	go run . -scenarios -in ../results/scenarios.json -out ../results/scenarios.png
 package main
 
@@ -78,6 +82,7 @@ func main() {
 	out := flag.String("out", "../peers/results/peers.png", "PNG to write")
 	scale := flag.Bool("scale", false, "the input is a scale run's (make bench-scale): draw each figure over the fleet size")
 	chaos := flag.Bool("chaos", false, "the input is a chaos run's (make chaos): Clusters connected over time, and the faults")
+	gray := flag.Bool("gray", false, "the input is a gray run's (make bench-gray): healthy throughput, baseline against gray, and the gray Clusters' cut-offs")
 	scenarios := flag.Bool("scenarios", false, "the input is bench/cmd/scenarios' (make bench-scenarios): scenario 2 over the dead fraction")
 	flag.Parse()
 	plotFn := run
@@ -86,6 +91,8 @@ func main() {
 		plotFn = runScale
 	case *chaos:
 		plotFn = runChaos
+	case *gray:
+		plotFn = runGray
 	case *scenarios:
 		plotFn = runScenarios
 	}

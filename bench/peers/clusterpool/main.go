@@ -16,10 +16,11 @@
 // guard) is recorded as "roundtrip", so that the guard's share is the
 // request's time less it and the rate limiter's.
 //
-// With -sample-connected (the driver's rotation scenario) a cluster counts
-// as connected while the pool holds its client (Peek). The SecretWatcher
-// above is what rotates a cluster's credentials in place when its
-// kubeconfig Secret changes only them.
+// With -sample-connected (the driver's rotation and gray runs) a cluster
+// counts as connected while the pool holds its client (Peek), and its
+// breaker as open while the pool's State says it is not closed. The
+// SecretWatcher above is what rotates a cluster's credentials in place
+// when its kubeconfig Secret changes only them.
 //
 // Flags and output: see bench/peers/workload.
 package main
@@ -36,6 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/clusterpool/clusterpool/bench/peers/workload"
+	"github.com/clusterpool/clusterpool/breaker"
 	"github.com/clusterpool/clusterpool/kube"
 	"github.com/clusterpool/clusterpool/pool"
 )
@@ -100,5 +102,6 @@ func setup(_ context.Context, mgr manager.Manager, plan workload.Plan) (workload
 			_, ok := p.Peek(cluster)
 			return ok
 		},
+		BreakerOpen: func(cluster client.ObjectKey) bool { return p.State(cluster).Breaker != breaker.StateClosed },
 	}, watch, nil
 }

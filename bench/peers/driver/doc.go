@@ -29,6 +29,10 @@
 // (internal/scale). -peer NAME=BINARY adds a program that speaks the same
 // protocol (the hook for the Cluster API drop-in).
 //
+// With -gray it is `make bench-gray`: every Cluster behind an HTTP-level
+// fault proxy (internal/grayproxy), some slow, erroring or throttled; each
+// peer once without and once with the faults (internal/peers).
+//
 // With -mhc it is `make bench-mhc`: Cluster API v1.14.2's real
 // MachineHealthCheck reconciler (bench/peers/capi) on the stock
 // ClusterCache and on clusterpool's drop-in, with Machines, Nodes and

@@ -22,6 +22,7 @@ func TestParseFlagsPicksTheExperiment(t *testing.T) {
 		{[]string{"-before-after", "dir", "-scale", "10"}, "beforeafter"},
 		{[]string{"-scale", "10", "-rotation"}, "scale"},
 		{[]string{"-rotation"}, "rotation"},
+		{[]string{"-gray", "-gray-for", "30s"}, "peers"},
 	} {
 		o, err := parseFlags(tc.args)
 		if err != nil {

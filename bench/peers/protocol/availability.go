@@ -17,6 +17,11 @@ type Availability struct {
 	// still open at the end ends at the last sample). Each bound is within
 	// SampleMs of the change.
 	NotConnected map[string][][2]int64 `json:"not_connected_unix_ms,omitempty"`
+	// BreakerOpen: per cluster, for a strategy with a circuit breaker, the
+	// intervals [from, to) from the first sample that found its breaker
+	// not closed (open or half-open) to the first that found it closed
+	// again, from the first sample on; bounds as NotConnected's.
+	BreakerOpen map[string][][2]int64 `json:"breaker_open_unix_ms,omitempty"`
 	// Failed and Requeued: per cluster, when each reconcile of its
 	// objects that returned an error, or RequeueAfter without success,
 	// ended.

@@ -25,6 +25,11 @@ type Figures struct {
 	// that requeues more often has more instant reconciles, which lowers
 	// its P99Ms whatever its successful reconciles take.
 	OKP99Ms float64 `json:"ok_p99_ms"`
+	// HealthyOKP99Ms is the p99 of the successful reconciles of healthy
+	// clusters' objects that started at or after -measure-from (the whole
+	// run without it): the gray run's figure for the clusters it leaves
+	// alone.
+	HealthyOKP99Ms float64 `json:"healthy_ok_p99_ms"`
 	// BlockedWorkerSeconds: worker time spent getting clients, and in
 	// failed requests to workload clusters.
 	BlockedWorkerSeconds float64 `json:"blocked_worker_s"`
@@ -63,6 +68,12 @@ type Figures struct {
 	// phases of successful reconciles and of client-go's requests, and the
 	// load window's summaries (LoadGetName, LoadFailedName).
 	Timings map[string]Dist `json:"timings,omitempty"`
+
+	// RequestsSent, with -measure-from: per workload host (host:port),
+	// the requests client-go sent it from then on, each attempt once
+	// (client-go's own retries too), whether or not the transport below
+	// client-go let it out: what the controller asked of the cluster.
+	RequestsSent map[string]uint64 `json:"requests_sent,omitempty"`
 
 	// Availability, with -sample-connected: when each cluster was reported
 	// not connected, and when reconciles failed or requeued.

@@ -32,7 +32,7 @@ type PeerFlags struct {
 func (f *PeerFlags) Define(fs *flag.FlagSet) {
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "management cluster kubeconfig file")
 	fs.StringVar(&f.Namespace, "namespace", "fleet", "namespace of the Clusters, their kubeconfig Secrets and the reconciled objects")
-	fs.StringVar(&f.Roles, "roles", "", "comma-separated name=role (healthy, dead, recovering, flapping); @FILE: read from FILE")
+	fs.StringVar(&f.Roles, "roles", "", "comma-separated name=role (healthy, dead, recovering, flapping, gray); @FILE: read from FILE")
 	fs.StringVar(&f.WorkloadNamespace, "workload-namespace", "default", "namespace written in workload clusters")
 	fs.DurationVar(&f.Idle, "idle", 0, "scale run: stay idle this long once connected (a peer: once every object reconciled), and report the idle figures")
 	fs.Float64Var(&f.LoadRate, "load-rate", 0, "scale run: after the idle window, Gets per second spread over the clusters (0: none)")

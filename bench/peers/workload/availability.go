@@ -22,6 +22,7 @@ type Availability = protocol.Availability
 // Availability.
 type sampler struct {
 	connected func(ctx context.Context, cluster client.ObjectKey) bool
+	open      func(cluster client.ObjectKey) bool // nil: no breaker
 	keys      []client.ObjectKey
 	period    time.Duration
 	cancel    context.CancelFunc
@@ -31,6 +32,7 @@ type sampler struct {
 	mu       sync.Mutex
 	a        Availability
 	downFrom map[string]int64 // open not-connected intervals
+	openFrom map[string]int64 // open breaker-open intervals
 }
 
 // startSampler starts sampling if the plan asks for it (SampleConnected)
@@ -40,10 +42,13 @@ func startSampler(ctx context.Context, plan Plan, s Strategy, rec *Recorder) *sa
 	if plan.SampleConnected <= 0 || s.Connected == nil {
 		return nil
 	}
-	sm := &sampler{connected: s.Connected, period: plan.SampleConnected, done: make(chan struct{}), sampled: make(chan struct{}),
-		downFrom: map[string]int64{}, a: Availability{SampleMs: plan.SampleConnected.Milliseconds(),
+	sm := &sampler{connected: s.Connected, open: s.BreakerOpen, period: plan.SampleConnected, done: make(chan struct{}), sampled: make(chan struct{}),
+		downFrom: map[string]int64{}, openFrom: map[string]int64{}, a: Availability{SampleMs: plan.SampleConnected.Milliseconds(),
 			FirstConnectedUnixMs: map[string]int64{}, NotConnected: map[string][][2]int64{},
 			Failed: map[string][]int64{}, Requeued: map[string][]int64{}}}
+	if s.BreakerOpen != nil {
+		sm.a.BreakerOpen = map[string][][2]int64{}
+	}
 	names := plan.SampleClusters
 	if len(names) == 0 {
 		names = slices.Collect(maps.Keys(plan.Roles))
@@ -81,9 +86,13 @@ func (sm *sampler) run(ctx context.Context) {
 func (sm *sampler) sample(ctx context.Context) {
 	for _, k := range sm.keys {
 		up := sm.connected(ctx, k)
+		open := sm.open != nil && sm.open(k)
 		now := time.Now().UnixMilli()
 		sm.mu.Lock()
 		sm.record(k.Name, up, now)
+		if sm.open != nil {
+			interval(sm.a.BreakerOpen, sm.openFrom, k.Name, open, now)
+		}
 		sm.mu.Unlock()
 	}
 }
@@ -96,13 +105,21 @@ func (sm *sampler) record(cluster string, up bool, now int64) {
 		}
 		return
 	}
-	from, down := sm.downFrom[cluster]
+	interval(sm.a.NotConnected, sm.downFrom, cluster, !up, now)
+}
+
+// interval adds one sample at now of a condition of cluster (not
+// connected, breaker open) to its closed intervals done and its open ones
+// from: a sample with the condition opens an interval, one without it
+// closes the open one.
+func interval(done map[string][][2]int64, from map[string]int64, cluster string, on bool, now int64) {
+	since, open := from[cluster]
 	switch {
-	case !up && !down:
-		sm.downFrom[cluster] = now
-	case up && down:
-		sm.a.NotConnected[cluster] = append(sm.a.NotConnected[cluster], [2]int64{from, now})
-		delete(sm.downFrom, cluster)
+	case on && !open:
+		from[cluster] = now
+	case !on && open:
+		done[cluster] = append(done[cluster], [2]int64{since, now})
+		delete(from, cluster)
 	}
 }
 
@@ -151,7 +168,10 @@ func (sm *sampler) stop() *Availability {
 	for cluster, from := range sm.downFrom {
 		sm.a.NotConnected[cluster] = append(sm.a.NotConnected[cluster], [2]int64{from, now})
 	}
-	sm.downFrom = map[string]int64{}
+	for cluster, from := range sm.openFrom {
+		sm.a.BreakerOpen[cluster] = append(sm.a.BreakerOpen[cluster], [2]int64{from, now})
+	}
+	sm.downFrom, sm.openFrom = map[string]int64{}, map[string]int64{}
 	a := sm.a
 	return &a
 }

@@ -68,6 +68,44 @@ func TestSamplerRecordsNotConnectedIntervalsAndOutcomes(t *testing.T) {
 	})
 }
 
+// With a strategy that has a breaker, the sampler records the intervals in
+// which it was open from the first sample on, connected or not; one still
+// open ends at stop.
+func TestSamplerRecordsBreakerOpenIntervals(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		open := map[string]bool{"b": true}
+		set := func(name string, v bool) {
+			mu.Lock()
+			open[name] = v
+			mu.Unlock()
+		}
+		s := Strategy{Connected: func(context.Context, client.ObjectKey) bool { return false },
+			BreakerOpen: func(k client.ObjectKey) bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return open[k.Name]
+			}}
+		plan := Plan{Namespace: "ns", Roles: map[string]Role{"a": Gray, "b": Gray}, Objects: 1,
+			Bucket: time.Second, SampleConnected: 100 * time.Millisecond}
+		t0 := time.Now().UnixMilli()
+		sm := startSampler(context.Background(), plan, s, nil)
+		time.Sleep(250 * time.Millisecond)
+		set("a", true) // seen at 300
+		set("b", false)
+		time.Sleep(400 * time.Millisecond)
+		set("a", false) // seen at 700
+		time.Sleep(200 * time.Millisecond)
+		set("a", true) // seen at 900
+		time.Sleep(150 * time.Millisecond)
+		av := sm.stop() // 1000
+		want := map[string][][2]int64{"a": {{t0 + 300, t0 + 700}, {t0 + 900, t0 + 1000}}, "b": {{t0, t0 + 300}}}
+		if !reflect.DeepEqual(av.BreakerOpen, want) {
+			t.Fatalf("breaker open\n got %v\nwant %v", av.BreakerOpen, want)
+		}
+	})
+}
+
 // Without -sample-connected, or a strategy that cannot tell, nothing is
 // sampled.
 func TestSamplerOff(t *testing.T) {

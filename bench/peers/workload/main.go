@@ -91,6 +91,10 @@ func Run(ctx context.Context, p Peer, plan Plan, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	sent, err := countSentFrom(plan, cfg.Host)
+	if err != nil {
+		return err
+	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	strategy, watch, err := p.Setup(runCtx, mgr, plan)
@@ -118,6 +122,7 @@ func Run(ctx context.Context, p Peer, plan Plan, out io.Writer) error {
 	}
 	f := rec.Figures()
 	f.Availability = sampled.stop()
+	f.RequestsSent = sent()
 	f.Strategy, f.Version = p.Name, p.Version
 	f.Timings = plan.Timings.Dists()
 	measure(plan, requests, &f)

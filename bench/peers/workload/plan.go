@@ -4,6 +4,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,6 +27,9 @@ const (
 	Recovering Role = "recovering"
 	// Flapping clusters switch between pass and hold.
 	Flapping Role = "flapping"
+	// Gray clusters answer, but slowly, with errors or throttled (the
+	// driver's gray run), from -measure-from on.
+	Gray Role = "gray"
 )
 
 // ClusterNameLabel is Cluster API's label naming an object's Cluster; the
@@ -91,6 +96,11 @@ type Plan struct {
 	// sampled clusters, then samples until every one was reported not
 	// connected, or DetectWithin passed (Figures.Availability).
 	DetectWithin time.Duration
+	// MeasureFrom, if not zero, is when the driver's gray faults start
+	// (-measure-from, wall clock in Unix ms): Figures.HealthyOKP99Ms counts
+	// the reconciles that started then or later, and Figures.RequestsSent
+	// the requests sent then or later.
+	MeasureFrom time.Time
 }
 
 // ParsePlan reads a Plan from args (the flags the driver passes).
@@ -111,6 +121,11 @@ func ParsePlan(args []string) (Plan, error) {
 	fs.Func("sample-clusters", "comma-separated: the clusters -sample-connected asks about (default all)", func(v string) error {
 		p.SampleClusters = strings.Split(v, ",")
 		return nil
+	})
+	fs.Func("measure-from", "Unix ms: count the healthy clusters' successful reconciles' p99 and the requests sent per workload host from then on", func(v string) error {
+		ms, err := strconv.ParseInt(v, 10, 64)
+		p.MeasureFrom = time.UnixMilli(ms)
+		return err
 	})
 	fs.DurationVar(&p.DetectWithin, "detect-within", 0, "scale run: end with dead-cluster detection, waiting at most this long for every sampled cluster to be reported not connected")
 	if err := fs.Parse(args); err != nil {
@@ -140,8 +155,8 @@ func parseRoles(s string) (map[string]Role, error) {
 	for item := range strings.SplitSeq(s, ",") {
 		name, role, ok := strings.Cut(item, "=")
 		r := Role(role)
-		if !ok || name == "" || (r != Healthy && r != Dead && r != Recovering && r != Flapping) {
-			return nil, fmt.Errorf("workload: -roles item %q is not name=healthy|dead|recovering|flapping", item)
+		if !ok || name == "" || !slices.Contains([]Role{Healthy, Dead, Recovering, Flapping, Gray}, r) {
+			return nil, fmt.Errorf("workload: -roles item %q is not name=healthy|dead|recovering|flapping|gray", item)
 		}
 		roles[name] = r
 	}

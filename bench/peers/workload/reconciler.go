@@ -33,6 +33,10 @@ type Strategy struct {
 	// client of the cluster now (without dialing); -sample-connected asks
 	// it.
 	Connected func(ctx context.Context, cluster client.ObjectKey) bool
+	// BreakerOpen, if set, reports whether the strategy's circuit breaker
+	// for the cluster is open or half-open now; -sample-connected asks it
+	// too (Availability.BreakerOpen).
+	BreakerOpen func(cluster client.ObjectKey) bool
 }
 
 // Reconciler reconciles the objects of the plan: each reconcile reads its

@@ -25,22 +25,27 @@ type Recorder struct {
 	bucket  time.Duration
 	roles   map[string]Role
 	objects int
+	// from: healthyDurs holds the reconciles that started at or after it.
+	from time.Time
 
 	mu        sync.Mutex
 	durations []time.Duration
 	okDurs    []time.Duration // of Succeeded reconciles
-	buckets   []bucket
-	blocked   time.Duration
-	requeues  int
-	errors    int
-	healthyOK int
-	firstOK   map[string]time.Time // object → first success
-	clusterOK map[string]int       // cluster → objects with a success
-	doneAt    map[string]time.Time // cluster → when its last object first succeeded
-	pending   int                  // measured objects without a success
-	allAt     time.Time
-	allDone   chan struct{}
-	observe   func(cluster string, at time.Time, o Outcome) // see Observe
+	// healthyDurs: of Succeeded reconciles of healthy clusters' objects
+	// that started at or after from.
+	healthyDurs []time.Duration
+	buckets     []bucket
+	blocked     time.Duration
+	requeues    int
+	errors      int
+	healthyOK   int
+	firstOK     map[string]time.Time // object → first success
+	clusterOK   map[string]int       // cluster → objects with a success
+	doneAt      map[string]time.Time // cluster → when its last object first succeeded
+	pending     int                  // measured objects without a success
+	allAt       time.Time
+	allDone     chan struct{}
+	observe     func(cluster string, at time.Time, o Outcome) // see Observe
 }
 
 type bucket struct {
@@ -50,7 +55,7 @@ type bucket struct {
 
 // NewRecorder starts recording a run of plan now.
 func NewRecorder(plan Plan) *Recorder {
-	r := &Recorder{start: time.Now(), bucket: plan.Bucket, roles: plan.Roles, objects: plan.Objects,
+	r := &Recorder{start: time.Now(), bucket: plan.Bucket, roles: plan.Roles, objects: plan.Objects, from: plan.MeasureFrom,
 		firstOK: map[string]time.Time{}, clusterOK: map[string]int{}, doneAt: map[string]time.Time{},
 		allDone: make(chan struct{})}
 	for _, role := range plan.Roles {
@@ -111,6 +116,9 @@ func (r *Recorder) Record(cluster, object string, start time.Time, blocked time.
 	if role == Healthy {
 		r.healthyOK++
 		b.healthyOK++
+		if !start.Before(r.from) {
+			r.healthyDurs = append(r.healthyDurs, d)
+		}
 	}
 	if _, seen := r.firstOK[object]; seen {
 		return
@@ -147,6 +155,7 @@ func (r *Recorder) Figures() Figures {
 	}
 	f.P50Ms, f.P99Ms = percentiles(r.durations)
 	_, f.OKP99Ms = percentiles(r.okDurs)
+	_, f.HealthyOKP99Ms = percentiles(r.healthyDurs)
 	for c, t := range r.doneAt {
 		f.ClusterDoneUnixMs[c] = t.UnixMilli()
 	}

@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -82,5 +83,23 @@ func TestOKP99(t *testing.T) {
 	rec.Record("h", "h-0", time.Now(), 0, Succeeded)
 	if f := rec.Figures(); f.P99Ms < 10000 || f.OKP99Ms >= 1000 {
 		t.Fatalf("p99 %.0f ms, ok p99 %.0f ms; want the 10 s failure in the first only", f.P99Ms, f.OKP99Ms)
+	}
+}
+
+// The healthy p99 counts only healthy clusters' successes that started at
+// or after -measure-from, which the plan reads as Unix ms.
+func TestHealthyOKP99FromMeasureFrom(t *testing.T) {
+	from := time.Now().Add(-time.Second).Truncate(time.Millisecond)
+	p, err := ParsePlan([]string{"-kubeconfig", "k", "-roles", "h=healthy,g=gray", "-measure-from", strconv.FormatInt(from.UnixMilli(), 10)})
+	if err != nil || !p.MeasureFrom.Equal(from) || p.Roles["g"] != Gray {
+		t.Fatalf("plan %+v, %v", p, err)
+	}
+	r := NewRecorder(p)
+	r.Record("h", "h-0", from.Add(-time.Minute), 0, Succeeded) // before: a minute long
+	r.Record("g", "g-0", from.Add(-30*time.Second), 0, Succeeded)
+	r.Record("g", "g-1", from, 0, Succeeded) // gray: about a second long
+	r.Record("h", "h-1", time.Now().Add(-100*time.Millisecond), 0, Succeeded)
+	if f := r.Figures(); f.HealthyOKP99Ms < 100 || f.HealthyOKP99Ms > 900 || f.OKP99Ms < 60_000 {
+		t.Fatalf("healthy ok p99 %v ms (want the one healthy reconcile since from, ≈ 100), ok p99 %v", f.HealthyOKP99Ms, f.OKP99Ms)
 	}
 }

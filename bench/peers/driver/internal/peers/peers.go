@@ -22,6 +22,8 @@ type Options struct {
 	ModelFrom string
 	// Smoke is -smoke: make test's run (ApplySmoke).
 	Smoke bool
+	// Gray is the gray run's flags (-gray: make bench-gray).
+	Gray *GrayOptions
 
 	scale   float64        // -model-scale
 	runExpr string         // -run as given
@@ -31,7 +33,7 @@ type Options struct {
 // Register defines the bench-peers run's flags on fs; the Options it
 // returns read the shared ones from sh.
 func Register(fs *flag.FlagSet, sh *fleet.Shared) *Options {
-	o := &Options{Shared: sh}
+	o := &Options{Shared: sh, Gray: registerGray(fs)}
 	fs.StringVar(&o.runExpr, "run", ".", "regexp of the scenarios to run (herd, dead, recovery, flapping)")
 	fs.Float64Var(&o.scale, "model-scale", 0.1, "time scale of the bench/sim model runs (0.01 overshoots 100 ms of work by ≈ 20 %, 0.1 by ≈ 5 %)")
 	fs.StringVar(&o.ModelFrom, "model-from", "", "run no peer: redo the model check against the real results in this -json file")
@@ -67,11 +69,14 @@ type Report struct {
 	ModelScale float64      `json:"model_scale"`
 }
 
-// Run is the bench-peers run, or with ModelFrom the model check of an
-// earlier run's report.
+// Run is the bench-peers run, with -gray the gray run (runGray), or with
+// ModelFrom the model check of an earlier run's report.
 func Run(ctx context.Context, o *Options) error {
 	if o.ModelFrom != "" {
 		return remodel(ctx, o, o.Out)
+	}
+	if o.Gray.On || o.Gray.From != "" {
+		return runGray(ctx, o)
 	}
 	root, out := o.Root, o.Out
 	bins, err := fleet.BuildPeers(ctx, o.Shared)

@@ -40,37 +40,13 @@ func runPeer(ctx context.Context, f *fleet.Fleet, bin, strategy string, sc fleet
 	for i, p := range f.Proxies {
 		before[i] = p.Accepted()
 	}
-	roles := make([]string, len(f.Names))
-	for i, n := range f.Names {
-		roles[i] = n + "=" + l.Roles[i]
-	}
-	args := []string{"-kubeconfig", f.Kubeconfig, "-namespace", fleet.Namespace, "-roles", strings.Join(roles, ","),
-		"-objects", fmt.Sprint(cfg.Objects), "-workers", fmt.Sprint(cfg.Workers), "-work", cfg.Work.String(),
-		"-duration", sc.Duration.String(), fmt.Sprintf("-saturate=%t", sc.Saturate), "-bucket", cfg.Bucket.String()}
-	if cfg.Timings {
-		args = append(args, "-timings")
-	}
-	ctx, cancel := context.WithTimeout(ctx, sc.Duration+2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, os.Stderr
-	if err := cmd.Start(); err != nil {
-		return Result{}, fmt.Errorf("starting %s: %w", strategy, err)
-	}
-	recovered := make(chan map[int]time.Time, 1)
-	stop := make(chan struct{})
-	go func() { recovered <- fleet.ApplyEvents(f.Proxies, l.Events, stop) }()
-	err := cmd.Wait()
-	close(stop)
-	recoveredAt := <-recovered
+	var recoveredAt map[int]time.Time
+	during := func(stop <-chan struct{}) { recoveredAt = fleet.ApplyEvents(f.Proxies, l.Events, stop) }
+	figures, err := execPeer(ctx, bin, strategy, sc, peerArgs(f.Kubeconfig, f.Names, l.Roles, sc, cfg), during)
 	if err != nil {
-		return Result{}, fmt.Errorf("%s on %s: %w", strategy, sc.Name, err)
+		return Result{}, err
 	}
-	res := Result{Scenario: sc.Name, Strategy: strategy}
-	if err := json.Unmarshal(out.Bytes(), &res.Figures); err != nil {
-		return Result{}, fmt.Errorf("%s: decoding its figures: %w", strategy, err)
-	}
+	res := Result{Scenario: sc.Name, Strategy: strategy, Figures: figures}
 	for i, p := range f.Proxies {
 		d := p.Accepted() - before[i]
 		res.Dials += d
@@ -82,6 +58,53 @@ func runPeer(ctx context.Context, f *fleet.Fleet, bin, strategy string, sc fleet
 		res.RecoveryMean, res.RecoveryMax = recovery(f.Names, recoveredAt, res.Figures.ClusterDoneUnixMs, slices.Index(l.Roles, "recovering") >= 0)
 	}
 	return res, nil
+}
+
+// peerArgs is the command line of a peer on sc: the fleet, each cluster's
+// role (names[i]=roles[i]) and the workload.
+func peerArgs(kubeconfig string, names, roles []string, sc fleet.Scenario, cfg fleet.Config) []string {
+	items := make([]string, len(names))
+	for i, n := range names {
+		items[i] = n + "=" + roles[i]
+	}
+	args := []string{"-kubeconfig", kubeconfig, "-namespace", fleet.Namespace, "-roles", strings.Join(items, ","),
+		"-objects", fmt.Sprint(cfg.Objects), "-workers", fmt.Sprint(cfg.Workers), "-work", cfg.Work.String(),
+		"-duration", sc.Duration.String(), fmt.Sprintf("-saturate=%t", sc.Saturate), "-bucket", cfg.Bucket.String()}
+	if cfg.Timings {
+		args = append(args, "-timings")
+	}
+	return args
+}
+
+// execPeer runs the peer binary bin with args on sc (for at most its
+// Duration and two minutes more), runs during meanwhile (its channel is
+// closed once the peer exited; execPeer returns after during did), and
+// decodes the figures the peer printed.
+func execPeer(ctx context.Context, bin, strategy string, sc fleet.Scenario, args []string, during func(stop <-chan struct{})) (protocol.Figures, error) {
+	ctx, cancel := context.WithTimeout(ctx, sc.Duration+2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, os.Stderr
+	if err := cmd.Start(); err != nil {
+		return protocol.Figures{}, fmt.Errorf("starting %s: %w", strategy, err)
+	}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		during(stop)
+	}()
+	err := cmd.Wait()
+	close(stop)
+	<-done
+	if err != nil {
+		return protocol.Figures{}, fmt.Errorf("%s on %s: %w", strategy, sc.Name, err)
+	}
+	var f protocol.Figures
+	if err := json.Unmarshal(out.Bytes(), &f); err != nil {
+		return protocol.Figures{}, fmt.Errorf("%s: decoding its figures: %w", strategy, err)
+	}
+	return f, nil
 }
 
 // recovery returns the mean and maximum over recovered clusters of the time
