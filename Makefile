@@ -209,7 +209,7 @@ bench-peers: envtest-assets
 ## gray.{md,json,png}; GRAY_FLAGS adds driver flags (-h lists the -gray-… ones).
 bench-gray: envtest-assets
 	@mkdir -p bench/peers/results
-	set -o pipefail; (cd bench && $(GO) run -trimpath ./peers/driver -gray -strategies clustercache,clusterpool $(GRAY_FLAGS) -json $(CURDIR)/bench/peers/results/gray.json) | tee bench/peers/results/gray.md
+	set -o pipefail; (cd bench && $(GO) run ./peers/driver -gray -strategies clustercache,clusterpool $(GRAY_FLAGS) -json $(CURDIR)/bench/peers/results/gray.json) | tee bench/peers/results/gray.md
 	cd bench/plot && $(GO) run . -gray -in ../peers/results/gray.json -out ../peers/results/gray.png
 
 ## bench-peers-smoke: the bench-peers harness on 4 clusters, the dead
