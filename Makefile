@@ -22,8 +22,9 @@ DEMO_FLAGS  ?= -duration 60s -flap 20s
 # The modules vet, lint and test cover. make test runs TESTED_MODULES under -race, and vet,
 # staticcheck and lint's tests build them with -race too, so a cold CI compiles each of their
 # dependency graphs once for all four (docs/testing.md). BUILT_MODULES are programs the
-# benchmarks build without -race and with -trimpath (hack/build-tool.sh, and go run of the
-# driver); vet and staticcheck check them with the same flags, so again one compile each.
+# benchmarks build with go's default flags (bench/peers/build.sh, and go run of the driver);
+# vet and staticcheck check them with the same flags, so again one compile each, which the
+# Cluster API suites and the adoption leg (default flags too) share where the versions match.
 TESTED_MODULES := . tracing/otlp examples/capi clusterapi bench bench/peers/workload bench/peers/capi
 BUILT_MODULES  := bench/plot $(addprefix bench/peers/,protocol cct clustercache clusterpool floor)
 
@@ -64,7 +65,7 @@ adoption:
 
 ## vet: go vet in every module, the tested ones with -race (see TESTED_MODULES).
 VET_RACE := GOFLAGS=-race $(GO) vet ./...
-VET_TRIM := GOFLAGS=-trimpath $(GO) vet ./...
+VET_PLAIN := $(GO) vet ./...
 vet: vet-ahead
 	$(VET_RACE)
 
@@ -76,7 +77,7 @@ vet-ahead:
 
 ## vet-built: go vet of BUILT_MODULES, with the flags they are built with.
 vet-built:
-	for m in $(BUILT_MODULES); do (cd $$m && $(VET_TRIM)) || exit 1; done
+	for m in $(BUILT_MODULES); do (cd $$m && $(VET_PLAIN)) || exit 1; done
 
 ## envtest-assets: build kube-apiserver and etcd from the module proxy into ./bin (once; ~10 min).
 envtest-assets: $(ENVTEST_ASSETS)/kube-apiserver
@@ -102,7 +103,7 @@ trace-picture: jaeger-bin envtest-assets
 
 ## crds: regenerate the Cluster API Cluster CRD of examples/capi with controller-gen.
 crds:
-	cd examples/capi && $(GO) tool controller-gen crd paths=sigs.k8s.io/cluster-api/api/core/v1beta2 output:crd:dir=config/crd.tmp
+	cd hack/crdgen && $(GO) tool controller-gen crd paths=sigs.k8s.io/cluster-api/api/core/v1beta2 output:crd:dir=$(CURDIR)/examples/capi/config/crd.tmp
 	mv examples/capi/config/crd.tmp/cluster.x-k8s.io_clusters.yaml examples/capi/config/crd/
 	rm -rf examples/capi/config/crd.tmp
 
@@ -128,7 +129,7 @@ lint-checks: $(GOCYCLO)
 ## staticcheck: staticcheck in every module, with the flags each is built with (see TESTED_MODULES).
 staticcheck: $(STATICCHECK)
 	for m in $(TESTED_MODULES); do (cd $$m && GOFLAGS=-race $(STATICCHECK) ./...) || exit 1; done
-	for m in $(BUILT_MODULES); do (cd $$m && GOFLAGS=-trimpath $(STATICCHECK) ./...) || exit 1; done
+	for m in $(BUILT_MODULES); do (cd $$m && $(STATICCHECK) ./...) || exit 1; done
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
@@ -198,7 +199,7 @@ bench-scenarios-realtime:
 ## peers.{md,json,png}; PEERS_FLAGS adds driver flags (-h lists them).
 bench-peers: envtest-assets
 	@mkdir -p bench/peers/results
-	set -o pipefail; (cd bench && $(GO) run -trimpath ./peers/driver $(PEERS_FLAGS) -json $(CURDIR)/bench/peers/results/peers.json) | tee bench/peers/results/peers.md
+	set -o pipefail; (cd bench && $(GO) run ./peers/driver $(PEERS_FLAGS) -json $(CURDIR)/bench/peers/results/peers.json) | tee bench/peers/results/peers.md
 	cd bench/plot && $(GO) run . -in ../peers/results/peers.json -out ../peers/results/peers.png
 
 ## bench-gray: issue 43's gray run (~12 min): 40 Clusters, each behind an
@@ -208,13 +209,13 @@ bench-peers: envtest-assets
 ## gray.{md,json,png}; GRAY_FLAGS adds driver flags (-h lists the -gray-… ones).
 bench-gray: envtest-assets
 	@mkdir -p bench/peers/results
-	set -o pipefail; (cd bench && $(GO) run -trimpath ./peers/driver -gray -strategies clustercache,clusterpool $(GRAY_FLAGS) -json $(CURDIR)/bench/peers/results/gray.json) | tee bench/peers/results/gray.md
+	set -o pipefail; (cd bench && $(GO) run ./peers/driver -gray -strategies clustercache,clusterpool $(GRAY_FLAGS) -json $(CURDIR)/bench/peers/results/gray.json) | tee bench/peers/results/gray.md
 	cd bench/plot && $(GO) run . -gray -in ../peers/results/gray.json -out ../peers/results/gray.png
 
 ## bench-peers-smoke: the bench-peers harness on 4 clusters, the dead
 ## scenario for 10 s per peer; fails unless every peer reconciled (make test).
 bench-peers-smoke: envtest-assets
-	cd bench && $(GO) run -trimpath ./peers/driver -smoke
+	cd bench && $(GO) run ./peers/driver -smoke
 
 ## soak: the pool's soak test for SOAK_DURATION (default 2m): 10 000 clusters,
 ## 200 goroutines issuing Gets, fault modes switching every 250 ms; prints
@@ -238,7 +239,7 @@ SCALE_SIZES ?= 100,1000,3000,10000
 SCALE_FLAGS ?=
 bench-scale: envtest-assets
 	@mkdir -p bench/peers/results
-	set -o pipefail; (cd bench && $(GO) run -trimpath ./peers/driver -scale $(SCALE_SIZES) -cct-max 1000 $(SCALE_FLAGS) -json $(CURDIR)/bench/peers/results/scale.json) | tee bench/peers/results/scale.md
+	set -o pipefail; (cd bench && $(GO) run ./peers/driver -scale $(SCALE_SIZES) -cct-max 1000 $(SCALE_FLAGS) -json $(CURDIR)/bench/peers/results/scale.json) | tee bench/peers/results/scale.md
 	cd bench/plot && $(GO) run . -scale -in ../peers/results/scale.json -out ../peers/results/scale.png
 
 ## bench-mhc: a real Cluster API controller, v1.14.2's MachineHealthCheck reconciler
@@ -250,7 +251,7 @@ bench-scale: envtest-assets
 MHC_FLAGS ?=
 bench-mhc: envtest-assets
 	@mkdir -p bench/peers/results
-	set -o pipefail; (cd bench && $(GO) run -trimpath ./peers/driver -mhc $(MHC_FLAGS) -json $(CURDIR)/bench/peers/results/mhc.json) | tee bench/peers/results/mhc.md
+	set -o pipefail; (cd bench && $(GO) run ./peers/driver -mhc $(MHC_FLAGS) -json $(CURDIR)/bench/peers/results/mhc.json) | tee bench/peers/results/mhc.md
 
 ## bench-before-after: issue 37's earlier bars in one run, before (BEFORE, default 1bc0d5e: a
 ## throwaway git worktree under bin/) against this working tree (~50 min, builds of the before
@@ -273,7 +274,7 @@ bench-before-after: envtest-assets $(BENCHSTAT)
 ROTATION_FLAGS ?=
 bench-rotation: envtest-assets
 	@mkdir -p bench/peers/results
-	set -o pipefail; (cd bench && $(GO) run -trimpath ./peers/driver -rotation -clusters 30 -objects 5 $(ROTATION_FLAGS) -json $(CURDIR)/bench/peers/results/rotation.json) | tee bench/peers/results/rotation.md
+	set -o pipefail; (cd bench && $(GO) run ./peers/driver -rotation -clusters 30 -objects 5 $(ROTATION_FLAGS) -json $(CURDIR)/bench/peers/results/rotation.json) | tee bench/peers/results/rotation.md
 
 ## chaos: an hour of overlapping faults (CHAOS_DURATION, default 60m; CHAOS_SEED, default 1)
 ## on 100 Clusters over 4 workload apiservers behind fault proxies, with Cluster API v1.14.2's
@@ -288,14 +289,14 @@ CHAOS_SEED ?= 1
 CHAOS_DURATION ?= 60m
 chaos: envtest-assets
 	@mkdir -p bench/peers/results
-	set -o pipefail; (cd bench && $(GO) run -trimpath ./peers/driver -chaos -chaos-seed $(CHAOS_SEED) -chaos-duration $(CHAOS_DURATION) $(CHAOS_FLAGS) -json $(CURDIR)/bench/peers/results/chaos.json) | tee bench/peers/results/chaos.md
+	set -o pipefail; (cd bench && $(GO) run ./peers/driver -chaos -chaos-seed $(CHAOS_SEED) -chaos-duration $(CHAOS_DURATION) $(CHAOS_FLAGS) -json $(CURDIR)/bench/peers/results/chaos.json) | tee bench/peers/results/chaos.md
 	cd bench/plot && $(GO) run . -chaos -in ../peers/results/chaos.json -out ../peers/results/chaos.png
 
 chaos-short: envtest-assets
-	cd bench && $(GO) run -trimpath ./peers/driver -chaos-short $(CHAOS_FLAGS)
+	cd bench && $(GO) run ./peers/driver -chaos-short $(CHAOS_FLAGS)
 
 chaos-short-race: envtest-assets
-	cd bench && $(GO) run -trimpath ./peers/driver -chaos-short -chaos-race $(CHAOS_FLAGS)
+	cd bench && $(GO) run ./peers/driver -chaos-short -chaos-race $(CHAOS_FLAGS)
 
 ## capi-conformance: Cluster API v1.14.2's own envtest suites (every package that calls
 ## clustercache.SetupWithManager), stock and on clusterpool's drop-in, compared
