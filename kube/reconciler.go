@@ -95,12 +95,13 @@ type loop struct {
 	p    ClusterPool
 	q    workqueue.TypedRateLimitingInterface[client.ObjectKey]
 	recs *records
+	rev  *reviver // the Prober's endpoint checks; nil: none
 }
 
 // run runs r on p's events with recs until ctx is done (or, without
 // Secrets, until the pool closes), then waits for the workers.
 func (r *Reconciler) run(ctx context.Context, p ClusterPool, recs *records) error {
-	l := &loop{r: r, p: p, recs: recs, q: workqueue.NewTypedRateLimitingQueueWithConfig(
+	l := &loop{r: r, p: p, recs: recs, rev: newReviver(r.Prober), q: workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.DefaultTypedControllerRateLimiter[client.ObjectKey](),
 		workqueue.TypedRateLimitingQueueConfig[client.ObjectKey]{})}
 	defer l.q.ShutDown()
@@ -120,10 +121,13 @@ func (r *Reconciler) run(ctx context.Context, p ClusterPool, recs *records) erro
 	for range n {
 		workers.Go(func() { l.work(ctx) })
 	}
-	follow(ctx, p, l.subscribed, l.event, r.Secrets != nil)
+	follow(ctx, p, l.subscribed, l.event, l.poolClosed, r.Secrets != nil)
 	err := remove()
 	l.q.ShutDown()
 	workers.Wait()
+	if l.rev != nil {
+		l.rev.wg.Wait() // the checks a worker gave up on
+	}
 	return err
 }
 
@@ -141,8 +145,16 @@ func (l *loop) subscribed() {
 	}
 }
 
+// poolClosed stops the endpoint checks: the pool connects nothing more.
+func (l *loop) poolClosed() {
+	if l.rev != nil {
+		l.rev.closed.Store(true)
+	}
+}
+
 // event records ev and queues its cluster if it has something to act on.
 func (l *loop) event(ev pool.Event[client.ObjectKey]) {
+	l.reviveEvent(ev)
 	if l.r.Secrets != nil && l.r.Secrets.noted(ev) {
 		l.q.Add(ev.Key)
 	}
@@ -197,20 +209,23 @@ func (l *loop) work(ctx context.Context) {
 }
 
 // reconcile acts on what key's record holds: its changed Secret, then its
-// retry and its tick if due (one not due yet is queued again for when it
-// is).
+// retry, its tick and its endpoint check if due (one not due yet is queued
+// again for when it is).
 func (l *loop) reconcile(ctx context.Context, key client.ObjectKey) {
 	if l.r.Secrets != nil {
 		l.r.Secrets.reconcile(key)
 	}
-	tick, retry, wait := l.recs.takeDue(key, time.Now())
+	due, wait := l.recs.takeDue(key, time.Now())
 	if wait > 0 {
 		l.q.AddAfter(key, wait)
 	}
-	if retry && l.r.Admission != nil {
+	if due.retry && l.r.Admission != nil {
 		l.r.Admission.retried(key)
 	}
-	if tick && l.r.Prober != nil {
+	if due.tick && l.r.Prober != nil {
 		l.r.Prober.probe(ctx, key, l.after)
+	}
+	if due.revive && l.rev != nil {
+		l.revive(ctx, key)
 	}
 }
