@@ -1,0 +1,231 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/clusterpool/clusterpool/breaker"
+	"github.com/clusterpool/clusterpool/pool"
+)
+
+// checker is a fake endpoint check: it records when each check of each
+// cluster started, and answers with answer (nil: 200), or hangs until
+// its context ends (hang), or until release is closed (stuck, ignoring
+// its context).
+type checker struct {
+	mu       sync.Mutex
+	answer   error
+	hang     bool
+	stuck    chan struct{} // non-nil: checks block on it, ignoring ctx
+	started  map[client.ObjectKey][]time.Duration
+	origin   time.Time
+	inFlight int
+	maxOut   int
+}
+
+func newChecker(answer error) *checker {
+	return &checker{answer: answer, started: map[client.ObjectKey][]time.Duration{}, origin: time.Now()}
+}
+
+func (c *checker) check(ctx context.Context, key client.ObjectKey) error {
+	c.mu.Lock()
+	c.started[key] = append(c.started[key], time.Since(c.origin))
+	c.inFlight++
+	c.maxOut = max(c.maxOut, c.inFlight)
+	answer, hang, stuck := c.answer, c.hang, c.stuck
+	c.mu.Unlock()
+	defer func() { c.mu.Lock(); c.inFlight--; c.mu.Unlock() }()
+	switch {
+	case stuck != nil:
+		<-stuck
+		return errors.New("stuck check returned")
+	case hang:
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return answer
+}
+
+func (c *checker) set(answer error) { c.mu.Lock(); c.answer = answer; c.mu.Unlock() }
+
+func (c *checker) times(key client.ObjectKey) []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]time.Duration(nil), c.started[key]...)
+}
+
+// reviveProber runs, in a synctest bubble, a Prober of fp (Interval 10s,
+// Timeout 5s, Concurrency as given: ReviveInterval 1s, checks bounded by
+// 2s, at most Concurrency/2 in flight) whose endpoint check is c's, until
+// the test's end.
+func reviveProber(t *testing.T, fp *fakePool, c *checker, concurrency int) {
+	t.Helper()
+	pr, err := NewProber(fp, ProberOptions{Interval: 10 * time.Second, Timeout: 5 * time.Second, Concurrency: concurrency})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr.check = c.check // a fake pool has no Dialer
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error)
+	go func() { stopped <- pr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-stopped; err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+// sendEvent hands the reconciler an event of key, of type typ, with the state
+// it leaves.
+func sendEvent(fp *fakePool, key client.ObjectKey, typ pool.EventType, brk breaker.State, connected bool) {
+	fp.events <- pool.Event[client.ObjectKey]{Type: typ, Key: key, Time: time.Now(), Breaker: brk, Connected: connected}
+}
+
+var deadKey = client.ObjectKey{Namespace: "f", Name: "dead"}
+
+// A dead cluster (every check fails) whose breaker stays open is checked
+// 1s after it opened, 2s later, then every 3s, each ±20 %: about 200
+// checks in 10 minutes, never two at once, and the pool is asked for
+// nothing.
+func TestReviveBacksOffADeadCluster(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fp, c := newFakePool(), newChecker(errors.New("connection refused"))
+		reviveProber(t, fp, c, 10)
+		sendEvent(fp, deadKey, pool.BreakerOpened, breaker.StateOpen, false)
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		got := c.times(deadKey)
+		if len(got) < 166 || len(got) > 600/2.4+2 {
+			t.Fatalf("%d checks in 10 minutes, want about 200 (one per 3s ±20 %%): %v", len(got), got)
+		}
+		prev := time.Duration(0)
+		for i, at := range got {
+			want := []time.Duration{time.Second, 2 * time.Second}[min(i, 1)]
+			if i >= 2 {
+				want = 3 * time.Second
+			}
+			if gap := at - prev; gap < want*8/10 || gap > want*12/10 {
+				t.Fatalf("check %d came %v after the last (at %v), want %v ±20 %%", i, gap, at, want)
+			}
+			prev = at
+		}
+		if calls := fp.callLog(); len(calls) != 0 {
+			t.Fatalf("the pool was asked %v for a dead cluster", calls)
+		}
+	})
+}
+
+// A check that answers 200 calls Pool.Probe once, and the checks stop: the
+// half-open probe is out (BreakerHalfOpen), then the cluster is connected.
+// A failed probe (BreakerOpened again) starts them again, after the delay
+// the failed checks reached; Removed ends them for good.
+func TestReviveProbesOnAnAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fp, c := newFakePool(), newChecker(errors.New("connection reset by peer"))
+		reviveProber(t, fp, c, 10)
+		sendEvent(fp, deadKey, pool.BreakerOpened, breaker.StateOpen, false)
+		time.Sleep(3500 * time.Millisecond) // the checks at 1s and 3s failed
+		synctest.Wait()
+		c.set(nil) // back
+		time.Sleep(4 * time.Second)
+		synctest.Wait()
+		if calls := fp.callLog(); len(calls) != 1 || calls[0] != "probe "+deadKey.String() {
+			t.Fatalf("after a 200: pool calls %v, want one probe", calls)
+		}
+		n := len(c.times(deadKey))
+		sendEvent(fp, deadKey, pool.BreakerHalfOpen, breaker.StateHalfOpen, false)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if got := len(c.times(deadKey)); got != n {
+			t.Fatalf("%d checks while the probe was out, want none", got-n)
+		}
+		c.set(errors.New("connection refused"))
+		sendEvent(fp, deadKey, pool.BreakerOpened, breaker.StateOpen, false) // the probe failed
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if got := len(c.times(deadKey)); got < n+16 {
+			t.Fatalf("%d checks in the minute after the probe failed, want one per 3s", got-n)
+		}
+		sendEvent(fp, deadKey, pool.Removed, breaker.StateClosed, false)
+		time.Sleep(time.Second) // a check due now is still let through: its decision sees Removed
+		synctest.Wait()
+		n = len(c.times(deadKey))
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if got := len(c.times(deadKey)); got != n {
+			t.Fatalf("%d checks after Removed, want none", got-n)
+		}
+		for _, ev := range []pool.EventType{pool.BreakerOpened, pool.Connected} {
+			sendEvent(fp, deadKey, ev, breaker.StateOpen, ev == pool.Connected)
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if got := len(c.times(deadKey)); got != n {
+			t.Fatalf("%d checks after Connected, want none", got-n)
+		}
+	})
+}
+
+// Many dead clusters whose checks hang: at most Concurrency/2 checks are
+// in flight at once, each given up after 2s; a check that ignores its
+// context keeps its cluster from being checked again until it returns.
+func TestReviveBoundsChecksInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fp, c := newFakePool(), newChecker(nil)
+		c.hang = true
+		reviveProber(t, fp, c, 6) // 3 checks in flight at most
+		var keys []client.ObjectKey
+		for i := range 20 {
+			key := client.ObjectKey{Namespace: "f", Name: fmt.Sprintf("hung-%d", i)}
+			keys = append(keys, key)
+			sendEvent(fp, key, pool.BreakerOpened, breaker.StateOpen, false)
+		}
+		time.Sleep(5 * time.Minute)
+		synctest.Wait()
+		c.mu.Lock()
+		maxOut := c.maxOut
+		c.mu.Unlock()
+		total := 0
+		for _, key := range keys {
+			total += len(c.times(key))
+		}
+		// 3 slots, each check held 2s: at most 1.5 checks a second.
+		if maxOut != 3 || total > 300*3/2+3 || total < 100 {
+			t.Fatalf("%d checks at most in flight, %d in 5 minutes; want 3, at most 450 (and the slots used)", maxOut, total)
+		}
+	})
+}
+
+// A check that ignores its context and never returns holds its cluster:
+// no second check of it starts while the first is out, though its worker
+// gave up on it; once it returns, the checks go on.
+func TestReviveOneCheckPerCluster(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fp, c := newFakePool(), newChecker(errors.New("connection refused"))
+		c.stuck = make(chan struct{})
+		reviveProber(t, fp, c, 10)
+		sendEvent(fp, deadKey, pool.BreakerOpened, breaker.StateOpen, false)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if got := c.times(deadKey); len(got) != 1 {
+			t.Fatalf("checks %v while the first was stuck, want one", got)
+		}
+		c.mu.Lock()
+		close(c.stuck)
+		c.stuck = nil
+		c.mu.Unlock()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if got := c.times(deadKey); len(got) < 10 {
+			t.Fatalf("checks %v once the stuck one returned, want one per 3s", got)
+		}
+	})
+}
