@@ -169,8 +169,8 @@ func (rs *records) takeDue(key client.ObjectKey, now time.Time) (d due, wait tim
 // breakerEvent records the breaker's state ev tells (closed once the
 // cluster is connected or removed). An open breaker with no check
 // scheduled or in flight gets its next check after delay(failed), which
-// it returns (zero: none scheduled); any other state cancels the one
-// scheduled, and a closed breaker forgets the failed checks.
+// it returns (zero: none scheduled); a closed one forgets the failed
+// checks. A check scheduled stays: when it is due, decide sees the state.
 func (rs *records) breakerEvent(ev pool.Event[client.ObjectKey], now time.Time, delay func(failed int) time.Duration) (d time.Duration) {
 	rs.with(ev.Key, func(r *clusterRecord) {
 		r.brk = ev.Breaker
@@ -178,12 +178,9 @@ func (rs *records) breakerEvent(ev pool.Event[client.ObjectKey], now time.Time, 
 			r.brk = breaker.StateClosed
 		}
 		switch {
-		case r.brk != breaker.StateOpen:
-			r.revive = time.Time{}
-			if r.brk == breaker.StateClosed {
-				r.failed = 0
-			}
-		case r.revive.IsZero() && !r.checking:
+		case r.brk == breaker.StateClosed:
+			r.failed = 0
+		case r.brk == breaker.StateOpen && r.revive.IsZero() && !r.checking:
 			d = delay(r.failed)
 			r.revive = now.Add(d)
 		}

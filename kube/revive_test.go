@@ -61,20 +61,22 @@ func (c *checker) times(key client.ObjectKey) []time.Duration {
 	return append([]time.Duration(nil), c.started[key]...)
 }
 
-// reviveProber runs, in a synctest bubble, a Prober of fp (Interval 10s,
-// Timeout 5s, Concurrency as given: ReviveInterval 1s, checks bounded by
-// 2s, at most Concurrency/2 in flight) whose endpoint check is c's, until
-// the test's end.
-func reviveProber(t *testing.T, fp *fakePool, c *checker, concurrency int) {
+// reviveProber runs, in a synctest bubble, a Reconciler of fp (its
+// SecretWatcher on fake informers, admitting what admit does, nil: all)
+// with a Prober (Interval 10s, Timeout 5s, Concurrency as given:
+// ReviveInterval 1s, checks bounded by 2s, at most Concurrency/2 in
+// flight) whose endpoint check is c's, until the test's end.
+func reviveProber(t *testing.T, fp *fakePool, c *checker, concurrency int, admit func(client.ObjectKey) bool) {
 	t.Helper()
 	pr, err := NewProber(fp, ProberOptions{Interval: 10 * time.Second, Timeout: 5 * time.Second, Concurrency: concurrency})
 	if err != nil {
 		t.Fatal(err)
 	}
 	pr.check = c.check // a fake pool has no Dialer
+	r := &Reconciler{Prober: pr, Secrets: &SecretWatcher{Informers: newFakeInformers(), Pool: fp, Admit: admit}}
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan error)
-	go func() { stopped <- pr.Start(ctx) }()
+	go func() { stopped <- r.Start(ctx) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-stopped; err != nil {
@@ -98,7 +100,7 @@ var deadKey = client.ObjectKey{Namespace: "f", Name: "dead"}
 func TestReviveBacksOffADeadCluster(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fp, c := newFakePool(), newChecker(errors.New("connection refused"))
-		reviveProber(t, fp, c, 10)
+		reviveProber(t, fp, c, 10, nil)
 		sendEvent(fp, deadKey, pool.BreakerOpened, breaker.StateOpen, false)
 		time.Sleep(10 * time.Minute)
 		synctest.Wait()
@@ -123,53 +125,77 @@ func TestReviveBacksOffADeadCluster(t *testing.T) {
 	})
 }
 
-// A check that answers 200 calls Pool.Probe once, and the checks stop: the
-// half-open probe is out (BreakerHalfOpen), then the cluster is connected.
-// A failed probe (BreakerOpened again) starts them again, after the delay
-// the failed checks reached; Removed ends them for good.
+// checksIn returns how many checks of key started during the next d.
+func checksIn(c *checker, key client.ObjectKey, d time.Duration) int {
+	synctest.Wait()
+	n := len(c.times(key))
+	time.Sleep(d)
+	synctest.Wait()
+	return len(c.times(key)) - n
+}
+
+// No check while the half-open probe is out (the pool's own, at the end
+// of the open period); a failed probe (BreakerOpened again) starts them
+// again at the pace the failed checks reached; a check that answers 200
+// calls Pool.Probe once; Removed, Connected, or a client in the pool (its
+// event not read yet), end them.
 func TestReviveProbesOnAnAnswer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fp, c := newFakePool(), newChecker(errors.New("connection reset by peer"))
-		reviveProber(t, fp, c, 10)
+		reviveProber(t, fp, c, 10, nil)
 		sendEvent(fp, deadKey, pool.BreakerOpened, breaker.StateOpen, false)
-		time.Sleep(3500 * time.Millisecond) // the checks at 1s and 3s failed
-		synctest.Wait()
+		if n := checksIn(c, deadKey, 3500*time.Millisecond); n != 2 { // at 1s and 3s
+			t.Fatalf("%d checks in 3.5s, want 2", n)
+		}
+		sendEvent(fp, deadKey, pool.BreakerHalfOpen, breaker.StateHalfOpen, false) // the pool's own probe
+		if n := checksIn(c, deadKey, time.Minute); n != 0 {
+			t.Fatalf("%d checks while the probe was out, want none", n)
+		}
+		sendEvent(fp, deadKey, pool.BreakerOpened, breaker.StateOpen, false) // the probe failed
+		if n := checksIn(c, deadKey, time.Minute); n < 16 || n > 26 {
+			t.Fatalf("%d checks in the minute after the probe failed, want one per 3s ±20 %%", n)
+		}
+		if calls := fp.callLog(); len(calls) != 0 {
+			t.Fatalf("pool calls %v before a check succeeded", calls)
+		}
 		c.set(nil) // back
-		time.Sleep(4 * time.Second)
-		synctest.Wait()
+		checksIn(c, deadKey, 4*time.Second)
 		if calls := fp.callLog(); len(calls) != 1 || calls[0] != "probe "+deadKey.String() {
 			t.Fatalf("after a 200: pool calls %v, want one probe", calls)
 		}
-		n := len(c.times(deadKey))
-		sendEvent(fp, deadKey, pool.BreakerHalfOpen, breaker.StateHalfOpen, false)
-		time.Sleep(time.Minute)
-		synctest.Wait()
-		if got := len(c.times(deadKey)); got != n {
-			t.Fatalf("%d checks while the probe was out, want none", got-n)
+		for _, typ := range []pool.EventType{pool.Removed, pool.Connected} {
+			c.set(errors.New("connection refused"))
+			sendEvent(fp, deadKey, pool.BreakerOpened, breaker.StateOpen, false)
+			time.Sleep(2 * time.Second) // a check or two
+			sendEvent(fp, deadKey, typ, breaker.StateClosed, typ == pool.Connected)
+			if n := checksIn(c, deadKey, time.Minute); n != 0 {
+				t.Fatalf("%d checks after %v, want none", n, typ)
+			}
 		}
-		c.set(errors.New("connection refused"))
-		sendEvent(fp, deadKey, pool.BreakerOpened, breaker.StateOpen, false) // the probe failed
-		time.Sleep(time.Minute)
-		synctest.Wait()
-		if got := len(c.times(deadKey)); got < n+16 {
-			t.Fatalf("%d checks in the minute after the probe failed, want one per 3s", got-n)
+		// Connected before its event arrives: the pool holds its client.
+		sendEvent(fp, deadKey, pool.BreakerOpened, breaker.StateOpen, false)
+		fp.connect(&Cluster{Key: deadKey})
+		if n := checksIn(c, deadKey, time.Minute); n != 0 {
+			t.Fatalf("%d checks of a connected cluster, want none", n)
 		}
-		sendEvent(fp, deadKey, pool.Removed, breaker.StateClosed, false)
-		time.Sleep(time.Second) // a check due now is still let through: its decision sees Removed
-		synctest.Wait()
-		n = len(c.times(deadKey))
-		time.Sleep(time.Minute)
-		synctest.Wait()
-		if got := len(c.times(deadKey)); got != n {
-			t.Fatalf("%d checks after Removed, want none", got-n)
+	})
+}
+
+// A cluster that is not admitted (the SecretWatcher's Admit refuses it)
+// is not checked, nor is any once the pool has closed.
+func TestReviveChecksOnlyAdmittedClustersOfAnOpenPool(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fp, c := newFakePool(), newChecker(errors.New("connection refused"))
+		other := client.ObjectKey{Namespace: "f", Name: "other"}
+		reviveProber(t, fp, c, 10, func(key client.ObjectKey) bool { return key == deadKey })
+		sendEvent(fp, other, pool.BreakerOpened, breaker.StateOpen, false)
+		sendEvent(fp, deadKey, pool.BreakerOpened, breaker.StateOpen, false)
+		if n, m := checksIn(c, other, time.Minute), len(c.times(deadKey)); n != 0 || m < 16 {
+			t.Fatalf("%d checks of a cluster not admitted, %d of one admitted; want none, one per 3s", n, m)
 		}
-		for _, ev := range []pool.EventType{pool.BreakerOpened, pool.Connected} {
-			sendEvent(fp, deadKey, ev, breaker.StateOpen, ev == pool.Connected)
-		}
-		time.Sleep(time.Minute)
-		synctest.Wait()
-		if got := len(c.times(deadKey)); got != n {
-			t.Fatalf("%d checks after Connected, want none", got-n)
+		close(fp.events) // the pool closed
+		if n := checksIn(c, deadKey, time.Minute); n != 0 {
+			t.Fatalf("%d checks a minute after the pool closed, want none", n)
 		}
 	})
 }
@@ -181,7 +207,7 @@ func TestReviveBoundsChecksInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fp, c := newFakePool(), newChecker(nil)
 		c.hang = true
-		reviveProber(t, fp, c, 6) // 3 checks in flight at most
+		reviveProber(t, fp, c, 6, nil) // 3 checks in flight at most
 		var keys []client.ObjectKey
 		for i := range 20 {
 			key := client.ObjectKey{Namespace: "f", Name: fmt.Sprintf("hung-%d", i)}
@@ -211,7 +237,7 @@ func TestReviveOneCheckPerCluster(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fp, c := newFakePool(), newChecker(errors.New("connection refused"))
 		c.stuck = make(chan struct{})
-		reviveProber(t, fp, c, 10)
+		reviveProber(t, fp, c, 10, nil)
 		sendEvent(fp, deadKey, pool.BreakerOpened, breaker.StateOpen, false)
 		time.Sleep(time.Minute)
 		synctest.Wait()
