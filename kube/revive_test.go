@@ -144,8 +144,8 @@ func TestReviveProbesOnAnAnswer(t *testing.T) {
 		fp, c := newFakePool(), newChecker(errors.New("connection reset by peer"))
 		reviveProber(t, fp, c, 10, nil)
 		sendEvent(fp, deadKey, pool.BreakerOpened, breaker.StateOpen, false)
-		if n := checksIn(c, deadKey, 3500*time.Millisecond); n != 2 { // at 1s and 3s
-			t.Fatalf("%d checks in 3.5s, want 2", n)
+		if n := checksIn(c, deadKey, 3700*time.Millisecond); n != 2 { // at 1s and 3s, ±20 % each
+			t.Fatalf("%d checks in 3.7s, want 2", n)
 		}
 		sendEvent(fp, deadKey, pool.BreakerHalfOpen, breaker.StateHalfOpen, false) // the pool's own probe
 		if n := checksIn(c, deadKey, time.Minute); n != 0 {
