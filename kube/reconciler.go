@@ -21,12 +21,14 @@ import (
 // subscription to the pool's events. Its inputs only write the record and
 // queue the cluster: the Secret informer's handler (a changed kubeconfig),
 // the pool's events (the end of a dial a Secret was kept for; a Connected
-// cluster's first tick), a lost connection (a tick at once) and the
-// ticks' own AddAfter. The workers take a cluster from the queue, one
+// cluster's first tick; an open breaker's first endpoint check, see
+// Prober), a lost connection (a tick at once) and the ticks' and checks'
+// own AddAfter. The workers take a cluster from the queue, one
 // worker per cluster at a time (the queue's guarantee), take what its
 // record holds, and decide and act outside the lock: the changed Secret
-// first, then the tick if it is due (see decide). Events of one cluster
-// coalesce in the queue; its latest Secret is never lost.
+// first, then the retry, the tick and the endpoint check if due (see
+// decide). Events of one cluster coalesce in the queue; its latest Secret
+// is never lost.
 //
 // It runs ProberOptions.Concurrency workers (1 without a Prober): a
 // rotation (bounded by DefaultRequestTimeout) holds one worker as a probe
