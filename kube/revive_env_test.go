@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/clusterpool/clusterpool/breaker"
@@ -63,5 +64,42 @@ func TestReviveEndsTheOpenPeriod(t *testing.T) {
 	defer cancel()
 	if err := c.Uncached.List(ctx, &nodes); err != nil {
 		t.Fatalf("list after revival: %v", err)
+	}
+}
+
+// The endpoint check is a dial's first step alone, on a real apiserver: nil
+// for a cluster that answers, a 401 for credentials it refuses (which a
+// dial would read too), an error through a reset; it leaves no connection
+// open.
+func TestDialerCheck(t *testing.T) {
+	needEnvtest(t)
+	proxy := workProxy(t)
+	good := client.ObjectKey{Namespace: "fleet", Name: "check-good"}
+	bad := client.ObjectKey{Namespace: "fleet", Name: "check-bad"}
+	putKubeconfig(t, good, kubeconfig(t, proxy.Addr(), ""))
+	putKubeconfig(t, bad, kubeconfig(t, proxy.Addr(), "not-a-token"))
+	d, err := NewDialer(SecretSource{Reader: mgmt}, DialerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := d.check(ctx, good); err != nil {
+		t.Fatalf("check of a cluster that answers: %v", err)
+	}
+	if err := d.check(ctx, bad); !apierrors.IsUnauthorized(err) {
+		t.Fatalf("check with a token the cluster refuses: %v, want Unauthorized", err)
+	}
+	if n := proxy.Accepted(); n != 2 {
+		t.Fatalf("%d connections for two checks, want one each", n)
+	}
+	for deadline := time.Now().Add(10 * time.Second); proxy.Open() != 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections still open 10s after the checks returned", proxy.Open())
+		}
+	}
+	proxy.SetMode(faultproxy.Reset)
+	if err := d.check(ctx, good); err == nil {
+		t.Fatal("check through a reset succeeded")
 	}
 }

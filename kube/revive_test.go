@@ -255,3 +255,50 @@ func TestReviveOneCheckPerCluster(t *testing.T) {
 		}
 	})
 }
+
+// ReviveInterval is validated by NewProber (the error names the field),
+// defaults to 1s or Interval if shorter; the checks are the Dialer's for a
+// pool NewPool built, none with DisableRevive or another pool.
+func TestProberOptionsRevive(t *testing.T) {
+	fp := newFakePool()
+	for _, tc := range []struct {
+		opts ProberOptions
+		want string
+	}{
+		{ProberOptions{ReviveInterval: -time.Second}, "kube: invalid options: ProberOptions.ReviveInterval=-1s must not be negative"},
+		{ProberOptions{ReviveInterval: 11 * time.Second}, "kube: invalid options: ProberOptions.ReviveInterval=11s must not exceed Interval=10s"},
+		{ProberOptions{Interval: time.Second, ReviveInterval: 2 * time.Second}, "kube: invalid options: ProberOptions.ReviveInterval=2s must not exceed Interval=1s"},
+	} {
+		_, err := NewProber(fp, tc.opts)
+		if !errors.Is(err, ErrInvalidOptions) || err.Error() != tc.want {
+			t.Errorf("NewProber(%+v) = %v, want %q", tc.opts, err, tc.want)
+		}
+	}
+	for _, tc := range []struct{ interval, revive, want time.Duration }{
+		{0, 0, DefaultReviveInterval}, {100 * time.Millisecond, 0, 100 * time.Millisecond}, {0, 5 * time.Second, 5 * time.Second},
+	} {
+		pr, err := NewProber(fp, ProberOptions{Interval: tc.interval, ReviveInterval: tc.revive})
+		if err != nil || pr.opts.ReviveInterval != tc.want {
+			t.Errorf("Interval %v, ReviveInterval %v: got %v, %v; want ReviveInterval %v", tc.interval, tc.revive, pr, err, tc.want)
+		}
+	}
+	d, err := NewDialer(unusedSource, DialerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPool(d, pool.Options[client.ObjectKey, *Cluster]{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, tc := range []struct {
+		p       ClusterPool
+		disable bool
+		want    bool
+	}{{p, false, true}, {p, true, false}, {fp, false, false}} {
+		pr, err := NewProber(tc.p, ProberOptions{DisableRevive: tc.disable})
+		if err != nil || (pr.check != nil) != tc.want || (newReviver(pr) != nil) != tc.want {
+			t.Errorf("pool %T, DisableRevive %v: %v, checks %v; want checks %v", tc.p, tc.disable, err, pr.check != nil, tc.want)
+		}
+	}
+}
