@@ -89,9 +89,10 @@ type ProberOptions struct {
 // that comes back does not wait out a period that grew while it was down.
 // Any other outcome, 401 and 403 included (a dial reads the same
 // credentials, and its /readyz would get the same answer), waits for the
-// next check. At most one check per cluster, and Concurrency/2 (at least
-// one) across all clusters, are in flight; none once the cluster is
-// removed, connected or its probe is out. Only a pool NewPool built has
+// next check. Each check runs on a goroutine of its own, not on a worker;
+// at most one per cluster, and Concurrency/2 (at least one) across all
+// clusters, are in flight; none once the cluster is removed, connected or
+// its probe is out. Only a pool NewPool built has
 // the Dialer to check with: with another, no check is made.
 //
 // Worst case, with T = Timeout: a cluster that stops answering at t0 is

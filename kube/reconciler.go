@@ -128,7 +128,7 @@ func (r *Reconciler) run(ctx context.Context, p ClusterPool, recs *records) erro
 	l.q.ShutDown()
 	workers.Wait()
 	if l.rev != nil {
-		l.rev.wg.Wait() // the checks a worker gave up on
+		l.rev.wg.Wait() // the endpoint checks in flight
 	}
 	return err
 }
@@ -226,6 +226,9 @@ func (l *loop) reconcile(ctx context.Context, key client.ObjectKey) {
 	}
 	if due.tick && l.r.Prober != nil {
 		l.r.Prober.probe(ctx, key, l.after)
+	}
+	if due.revived && l.rev != nil {
+		l.revived(ctx, key, due.outcome)
 	}
 	if due.revive && l.rev != nil {
 		l.revive(ctx, key)

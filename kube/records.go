@@ -32,17 +32,19 @@ type clusterRecord struct {
 	tick, retry, revive time.Time
 	// brk is the breaker's state the pool's latest event of the cluster
 	// told (closed once it is connected or removed), failed the checks
-	// that failed since then, and checking says a check is in flight
-	// (until its goroutine returns, also after its worker gave up on it).
+	// that failed since then, checking says a check is in flight (until
+	// it returns), checked that the outcome of one is not acted on yet.
 	brk      breaker.State
 	failed   int
 	checking bool
+	checked  bool
+	outcome  error
 }
 
 // empty reports whether r holds nothing, so that it can be forgotten.
 func (r *clusterRecord) empty() bool {
 	return r.pending == nil && r.kept == nil && r.tick.IsZero() && r.retry.IsZero() && r.revive.IsZero() &&
-		r.brk == breaker.StateClosed && r.failed == 0 && !r.checking
+		r.brk == breaker.StateClosed && r.failed == 0 && !r.checking && !r.checked
 }
 
 // records are the records of one reconciler's clusters under one lock. The
@@ -149,11 +151,16 @@ func (rs *records) schedule(key client.ObjectKey, retry bool, at time.Time) {
 	})
 }
 
-// due says which of a record's schedules are due.
-type due struct{ tick, retry, revive bool }
+// due says which of a record's schedules are due, and the outcome of a
+// check not acted on yet (revived).
+type due struct {
+	tick, retry, revive, revived bool
+	outcome                      error
+}
 
 // takeDue reports whether key's tick, retry and revive are due at now,
-// and forgets those that are: their decisions schedule the next ones.
+// and forgets those that are (and a check's outcome): their decisions
+// schedule the next ones.
 // wait is how long until the earliest of those not due yet (zero: none).
 // The queue keeps one delay per key, the earliest, so one moved later than
 // a delay still waiting there is queued again by the caller after wait.
@@ -162,13 +169,15 @@ func (rs *records) takeDue(key client.ObjectKey, now time.Time) (d due, wait tim
 		d.tick, wait = takeIfDue(&r.tick, now, wait)
 		d.retry, wait = takeIfDue(&r.retry, now, wait)
 		d.revive, wait = takeIfDue(&r.revive, now, wait)
+		d.revived, d.outcome = r.checked, r.outcome
+		r.checked, r.outcome = false, nil
 	})
 	return d, wait
 }
 
 // breakerEvent records the breaker's state ev tells (closed once the
 // cluster is connected or removed). An open breaker with no check
-// scheduled or in flight gets its next check after delay(failed), which
+// scheduled gets its next check after delay(failed), which
 // it returns (zero: none scheduled); a closed one forgets the failed
 // checks. A check scheduled stays: when it is due, decide sees the state.
 func (rs *records) breakerEvent(ev pool.Event[client.ObjectKey], now time.Time, delay func(failed int) time.Duration) (d time.Duration) {
@@ -180,7 +189,7 @@ func (rs *records) breakerEvent(ev pool.Event[client.ObjectKey], now time.Time, 
 		switch {
 		case r.brk == breaker.StateClosed:
 			r.failed = 0
-		case r.brk == breaker.StateOpen && r.revive.IsZero() && !r.checking:
+		case r.brk == breaker.StateOpen && r.revive.IsZero():
 			d = delay(r.failed)
 			r.revive = now.Add(d)
 		}
@@ -207,9 +216,9 @@ func (rs *records) startCheck(key client.ObjectKey) (ok bool) {
 	return ok
 }
 
-// checkDone marks key's check returned.
-func (rs *records) checkDone(key client.ObjectKey) {
-	rs.with(key, func(r *clusterRecord) { r.checking = false })
+// checkDone records the outcome err of key's check, which has returned.
+func (rs *records) checkDone(key client.ObjectKey, err error) {
+	rs.with(key, func(r *clusterRecord) { r.checking, r.checked, r.outcome = false, true, err })
 }
 
 // checkAgain schedules key's next check d from now, unless one is due

@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"errors"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -23,23 +22,21 @@ import (
 // at once (and connects the cluster), as the next probe would have done at
 // the end of the period.
 //
-// Bounds: one check in flight per cluster (a check its worker gave up on
-// still counts until it returns); at most reviveSlots of them across all
-// clusters (a check due while they are all out is put off by
-// ReviveInterval, not counted as failed); no goroutine waits for a check
-// to be due (the workqueue's delay holds the cluster); no check once the
-// cluster is removed, connected, its probe out or its breaker closed, nor
-// after the pool closes or the Reconciler stops, which waits for the
+// Bounds: a check runs on a goroutine of its own, not on a worker, under
+// a timeout of its own; one check in flight per cluster (one that ignores
+// its timeout still counts until it returns); at most Concurrency/2 of
+// them across all clusters (a check due while they are all out is put off
+// by ReviveInterval, not counted as failed); no goroutine waits for a
+// check to be due (the workqueue's delay holds the cluster); no check once
+// the cluster is removed, connected, its probe out or its breaker closed,
+// nor after the pool closes or the Reconciler stops, which waits for the
 // checks in flight.
-
-// errCheckTimeout is a check that did not return within its timeout.
-var errCheckTimeout = errors.New("kube: endpoint check did not return within its timeout")
 
 // reviver runs the endpoint checks of one Reconciler's loop.
 type reviver struct {
 	check   func(ctx context.Context, key client.ObjectKey) error
 	every   time.Duration  // ProberOptions.ReviveInterval
-	timeout time.Duration  // of one check: its context's and its worker's wait
+	timeout time.Duration  // of one check: its context's
 	slots   chan struct{}  // one per check in flight
 	wg      sync.WaitGroup // the checks' goroutines
 	closed  atomic.Bool    // the pool closed: nothing to revive
@@ -75,9 +72,9 @@ func (l *loop) reviveEvent(ev pool.Event[client.ObjectKey]) {
 	}
 }
 
-// revive is key's due check: decide (inRevive) says whether to check; the
-// check runs under rv's bounds; decide (inRevived) says what its outcome
-// means: Pool.Probe, or the next check.
+// revive is key's due check: decide (inRevive) says whether to check,
+// and the check starts under rv's bounds, off the worker; its outcome
+// comes back through the record and the queue (revived).
 func (l *loop) revive(ctx context.Context, key client.ObjectKey) {
 	rv := l.rev
 	if act, _ := decide(l.reviveView(key, inRevive, nil)); act != actCheck {
@@ -94,7 +91,19 @@ func (l *loop) revive(ctx context.Context, key client.ObjectKey) {
 		l.checkAgain(key, rv.schedule(true, 0).delay(), false)
 		return
 	}
-	err := rv.run(ctx, key, func() { l.recs.checkDone(key); <-rv.slots })
+	cctx, cancel := context.WithTimeout(ctx, rv.timeout)
+	rv.wg.Go(func() {
+		defer cancel()
+		err := rv.check(cctx, key)
+		l.recs.checkDone(key, err)
+		<-rv.slots
+		l.q.Add(key) // nothing once the queue has shut down
+	})
+}
+
+// revived acts on the outcome err of key's check: decide (inRevived) says
+// what it means: Pool.Probe, or the next check.
+func (l *loop) revived(ctx context.Context, key client.ObjectKey, err error) {
 	if ctx.Err() != nil {
 		return // stopping: not the cluster's outcome
 	}
@@ -138,26 +147,4 @@ func (l *loop) admitted(key client.ObjectKey) bool {
 		return l.r.Secrets.Admit(key)
 	}
 	return true
-}
-
-// run checks key on a goroutine of its own and waits for its outcome, or
-// gives up at rv.timeout (the check's context ends then too; a check that
-// ignores it holds its slot until it returns). done runs when the check
-// returns.
-func (rv *reviver) run(ctx context.Context, key client.ObjectKey, done func()) error {
-	cctx, cancel := context.WithTimeout(ctx, rv.timeout)
-	res := make(chan error, 1)
-	rv.wg.Go(func() {
-		defer done()
-		defer cancel()
-		res <- rv.check(cctx, key)
-	})
-	t := time.NewTimer(rv.timeout)
-	defer t.Stop()
-	select {
-	case err := <-res:
-		return err
-	case <-t.C:
-		return errCheckTimeout
-	}
 }

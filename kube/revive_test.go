@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/clusterpool/clusterpool/breaker"
@@ -231,13 +234,20 @@ func TestReviveBoundsChecksInFlight(t *testing.T) {
 }
 
 // A check that ignores its context and never returns holds its cluster:
-// no second check of it starts while the first is out, though its worker
-// gave up on it; once it returns, the checks go on.
+// no second check of it starts while the first is out, and the workers go
+// on (a probe of a connected cluster is not held up); once it returns, the
+// checks go on.
 func TestReviveOneCheckPerCluster(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fp, c := newFakePool(), newChecker(errors.New("connection refused"))
 		c.stuck = make(chan struct{})
 		reviveProber(t, fp, c, 10, nil)
+		sendEvent(fp, deadKey, pool.BreakerOpened, breaker.StateOpen, false)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		// The pool's own probe goes out and fails meanwhile: the breaker
+		// opens again, and a check is due again.
+		sendEvent(fp, deadKey, pool.BreakerHalfOpen, breaker.StateHalfOpen, false)
 		sendEvent(fp, deadKey, pool.BreakerOpened, breaker.StateOpen, false)
 		time.Sleep(time.Minute)
 		synctest.Wait()
@@ -301,4 +311,27 @@ func TestProberOptionsRevive(t *testing.T) {
 			t.Errorf("pool %T, DisableRevive %v: %v, checks %v; want checks %v", tc.p, tc.disable, err, pr.check != nil, tc.want)
 		}
 	}
+}
+
+// No check holds a worker: with one worker, and the checks of 20 dead
+// clusters hanging to their timeout back to back, a connected cluster's
+// probes (no wire: one per Interval) go out on time.
+func TestReviveHoldsNoWorker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fp, c := newFakePool(), newChecker(nil)
+		c.hang = true
+		srv := &fakeAPIServer{origin: time.Now(), mode: "ok"}
+		done := make(chan struct{})
+		close(done)
+		fp.connect(&Cluster{Key: wiredKey, config: &rest.Config{Host: "https://wired.invalid"},
+			httpClient: &http.Client{Transport: srv}, cancel: func() {}, done: done})
+		reviveProber(t, fp, c, 1, nil) // one worker, one check in flight
+		for i := range 20 {
+			sendEvent(fp, client.ObjectKey{Namespace: "f", Name: fmt.Sprintf("hung-%d", i)}, pool.BreakerOpened, breaker.StateOpen, false)
+		}
+		at(srv.origin, 65*time.Second)
+		if got, want := srv.requests(), seconds(10, 20, 30, 40, 50, 60); !slices.Equal(got, want) {
+			t.Fatalf("probes at %v, want %v", got, want)
+		}
+	})
 }
