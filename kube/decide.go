@@ -29,6 +29,11 @@ const (
 	inTick
 	// inProbed: a GET /readyz the tick sent has answered.
 	inProbed
+	// inRevive: the revive schedule's tick of a cluster whose breaker
+	// the pool's latest event said was open.
+	inRevive
+	// inRevived: the endpoint check that tick sent has answered.
+	inRevived
 )
 
 // action is what the reconciler does about a cluster: one pool call, one
@@ -62,9 +67,15 @@ const (
 	actProbe
 	// actReport: Pool.Report the probe's outcome.
 	actReport
+	// actCheck: check the endpoint of a cluster whose breaker is open, as
+	// a dial's first step does (its credentials read as a dial reads them,
+	// a connection of its own, TLS, GET /readyz), under a timeout of its
+	// own; the cluster is not connected, so there is no client to ask.
+	actCheck
 )
 
-var actionNames = [...]string{"nothing", "remove", "connect", "retry", "redial", "rotate", "refresh", "probe", "report"}
+var actionNames = [...]string{"nothing", "remove", "connect", "retry", "redial", "rotate", "refresh", "probe", "report",
+	"check"}
 
 func (a action) String() string { return actionNames[a] }
 
@@ -94,6 +105,19 @@ type view struct {
 	// unauthorized: the probe's error is a 401 that newer credentials in
 	// place did not cure.
 	unauthorized bool
+
+	// The breaker as the pool's latest event of the cluster told it, and
+	// the revive schedule (inRevive, inRevived; present: admitted, and
+	// dialing: its half-open probe is out).
+	revive revival
+}
+
+// revival is the revive schedule of a cluster whose breaker is open.
+type revival struct {
+	open   bool          // the breaker is open: no probe out, callers rejected
+	failed int           // checks failed since the cluster was last connected or removed
+	every  time.Duration // ProberOptions.ReviveInterval
+	jitter float64       // in [-1, 1): the next delay's share of ±reviveJitter
 }
 
 // schedule is the probe schedule of a connected cluster: durations since
@@ -124,6 +148,8 @@ func decide(v view) (action, time.Duration) {
 		return decideTick(v)
 	case inProbed:
 		return decideProbed(v)
+	case inRevive, inRevived:
+		return decideRevive(v)
 	}
 	return actNothing, 0
 }
@@ -209,4 +235,45 @@ func (s schedule) wait() time.Duration {
 		at = min(at, s.read+s.interval*5/2)
 	}
 	return max(at-s.now, 0)
+}
+
+// Revive's backoff: the first check ReviveInterval (R) after the breaker
+// opens, then 2R after the first that failed, and reviveCap R after each
+// later one: each delay ±reviveJitter of itself.
+const (
+	reviveCap    = 3
+	reviveJitter = 0.2
+)
+
+// decideRevive: an admitted cluster that is not connected and whose
+// breaker is open (no probe out) has its endpoint checked (inRevive); a
+// 200 from /readyz is evidence that a dial would succeed now, so the open
+// period ends and the half-open probe dials at once (actRetry: Pool.Probe,
+// no Connect: a cluster removed meanwhile is not brought back); any other
+// outcome (401 and 403 included: the dial reads the same credentials and
+// its /readyz would get the same answer) schedules the next check. A
+// cluster removed, connected, dialing (its probe out: its end is an
+// event) or whose breaker is closed (Connect and SetRetry dial it) is
+// checked no more.
+func decideRevive(v view) (action, time.Duration) {
+	switch {
+	case !v.present || v.connected || v.dialing || !v.revive.open:
+		return actNothing, 0
+	case v.in == inRevive:
+		return actCheck, 0
+	case v.err == nil:
+		return actRetry, 0
+	}
+	r := v.revive
+	r.failed++
+	return actNothing, r.delay()
+}
+
+// delay is how long after the breaker opened (failed counts the checks
+// failed before it), or after the failed-th check failed, the next check
+// is due.
+func (r revival) delay() time.Duration {
+	d := r.every << min(max(r.failed, 0), 2) // R, 2R, 4R: capped
+	d = min(d, reviveCap*r.every)
+	return time.Duration(float64(d) * (1 + reviveJitter*r.jitter))
 }

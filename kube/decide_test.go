@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
 // TestDecideTable is every input of decide in every state of the cluster
@@ -26,6 +28,13 @@ func TestDecideTable(t *testing.T) {
 	unwired := schedule{interval: 10 * s, readyzEvery: 60 * s}
 	http1 := func(sc schedule) schedule { sc.http1 = true; return sc }
 	failed := errors.New("readyz: 503")
+	// open is a breaker open after `checks` failed endpoint checks, its
+	// ReviveInterval 1s; jittered, its next delay drawn at +1/2 of the jitter.
+	open := func(checks int) revival { return revival{open: true, failed: checks, every: s} }
+	jittered := open(1)
+	jittered.jitter = 0.5
+	closed := revival{every: s}
+	unauthorized := apierrors.NewUnauthorized("readyz")
 
 	cases := []struct {
 		name  string
@@ -76,6 +85,30 @@ func TestDecideTable(t *testing.T) {
 		{"probed failed", view{in: inProbed, connected: true, probe: suspect, err: failed}, actReport, 10 * s},
 		{"probed failed, no wire", view{in: inProbed, connected: true, probe: unwired, err: failed}, actReport, 10 * s},
 		{"probed unauthorized", view{in: inProbed, connected: true, probe: suspect, err: failed, unauthorized: true}, actRedial, 0},
+
+		// The revive schedule's tick: only an admitted cluster, not
+		// connected, no probe out, its breaker open, is checked.
+		{"revive, open", view{in: inRevive, present: true, revive: open(0)}, actCheck, 0},
+		{"revive, open, checks failed", view{in: inRevive, present: true, revive: open(5)}, actCheck, 0},
+		{"revive, connected", view{in: inRevive, present: true, connected: true, revive: open(0)}, actNothing, 0},
+		{"revive, dialing (probe out)", view{in: inRevive, present: true, dialing: true, revive: open(0)}, actNothing, 0},
+		{"revive, removed", view{in: inRevive, revive: open(0)}, actNothing, 0},
+		{"revive, closed", view{in: inRevive, present: true, revive: closed}, actNothing, 0},
+
+		// The check's outcome: 200 ends the open period (Probe, no Connect);
+		// a failure waits R, 2R, then 3R (the cap), ±20 %.
+		{"revived ok", view{in: inRevived, present: true, revive: open(0)}, actRetry, 0},
+		{"revived ok, checks failed before", view{in: inRevived, present: true, revive: open(7)}, actRetry, 0},
+		{"revived failed, first", view{in: inRevived, present: true, revive: open(0), err: failed}, actNothing, 2 * s},
+		{"revived failed, second", view{in: inRevived, present: true, revive: open(1), err: failed}, actNothing, 3 * s},
+		{"revived failed, at the cap", view{in: inRevived, present: true, revive: open(9), err: failed}, actNothing, 3 * s},
+		{"revived failed, jittered", view{in: inRevived, present: true, revive: jittered, err: failed}, actNothing, 3300 * time.Millisecond},
+		{"revived unauthorized", view{in: inRevived, present: true, revive: open(0), err: unauthorized}, actNothing, 2 * s},
+		{"revived ok, connected meanwhile", view{in: inRevived, present: true, connected: true, revive: open(0)}, actNothing, 0},
+		{"revived ok, dialing meanwhile", view{in: inRevived, present: true, dialing: true, revive: open(0)}, actNothing, 0},
+		{"revived ok, removed meanwhile", view{in: inRevived, revive: open(0)}, actNothing, 0},
+		{"revived ok, closed meanwhile", view{in: inRevived, present: true, revive: closed}, actNothing, 0},
+		{"revived failed, closed meanwhile", view{in: inRevived, present: true, revive: closed, err: failed}, actNothing, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -89,12 +122,12 @@ func TestDecideTable(t *testing.T) {
 
 // Every action has a name, and an unknown input decides nothing.
 func TestDecideActionsAndUnknownInput(t *testing.T) {
-	for a := actNothing; a <= actReport; a++ {
+	for a := actNothing; a <= actCheck; a++ {
 		if a.String() == "" {
 			t.Errorf("action %d has no name", a)
 		}
 	}
-	if act, after := decide(view{in: inProbed + 1, present: true, connect: true}); act != actNothing || after != 0 {
+	if act, after := decide(view{in: inRevived + 1, present: true, connect: true}); act != actNothing || after != 0 {
 		t.Errorf("unknown input: %v, %v; want nothing, 0", act, after)
 	}
 	if got := fmt.Sprint(actRotate); got != "rotate" {

@@ -93,11 +93,7 @@ func (d *Dialer) dial(ctx context.Context, key client.ObjectKey) (*Cluster, erro
 	cfg := rest.CopyConfig(srcCfg)
 	cfg.Timeout = d.opts.RequestTimeout
 	cfg.QPS, cfg.Burst = d.opts.QPS, d.opts.Burst
-	if d.opts.UserAgent != "" {
-		cfg.UserAgent = d.opts.UserAgent
-	} else if cfg.UserAgent == "" { // else Go's "Go-http-client/2.0"
-		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
-	}
+	d.setUserAgent(cfg)
 	l, err := d.transportChain(key, cfg, srcCfg, rev)
 	if err != nil {
 		return nil, err
@@ -128,6 +124,16 @@ func (d *Dialer) dial(ctx context.Context, key client.ObjectKey) (*Cluster, erro
 	}
 	log.V(1).Info("connected", "revision", rev)
 	return c, nil
+}
+
+// setUserAgent sets cfg's User-Agent: DialerOptions.UserAgent, else the
+// source's, else client-go's default (else Go's "Go-http-client/2.0").
+func (d *Dialer) setUserAgent(cfg *rest.Config) {
+	if d.opts.UserAgent != "" {
+		cfg.UserAgent = d.opts.UserAgent
+	} else if cfg.UserAgent == "" {
+		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
 }
 
 // build reaches the cluster and builds its clients and cache (not started):
@@ -230,6 +236,7 @@ func NewPool(d *Dialer, opts pool.Options[client.ObjectKey, *Cluster]) (*pool.Po
 	}
 	if err == nil {
 		d.pool.set(p) // before any dial: pool.New dials nothing
+		registerDialer(p, d)
 	}
 	return p, err
 }

@@ -48,6 +48,9 @@
 //     place, or the pool's Redial or Connect.
 //   - Prober, liveness (probe.go, liveness.go): health; the wire's reads
 //     (HTTP/2 PING acks included) stand in for most GET /readyz.
+//   - revive (revive.go, revive_check.go): the endpoint checks of a
+//     cluster whose breaker is open, which end the open period once it
+//     answers.
 //   - Admission (admission.go), Source (source.go), Requeue (requeue.go):
 //     which clusters may be dialed, reconcile triggers, reconcile results.
 //   - Reconciler (reconciler.go, records.go): a SecretWatcher and a Prober

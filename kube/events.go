@@ -12,16 +12,18 @@ import (
 // calls subscribed (the place to read the state of clusters that changed
 // before the subscription), then hands each event to onEvent, one at a
 // time on the caller's goroutine, until ctx is done. When the pool
-// closes, it returns at once unless untilDone, else when ctx is done
-// (nothing connects any more, but changed Secrets are still read).
+// closes, it calls closed, then returns at once unless untilDone, else
+// when ctx is done (nothing connects any more, but changed Secrets are
+// still read).
 func follow(ctx context.Context, p ClusterPool, subscribed func(),
-	onEvent func(pool.Event[client.ObjectKey]), untilDone bool) {
+	onEvent func(pool.Event[client.ObjectKey]), closed func(), untilDone bool) {
 	events := p.Subscribe(ctx)
 	subscribed()
 	for {
 		select {
 		case ev, ok := <-events:
 			if !ok {
+				closed()
 				if !untilDone {
 					return
 				}

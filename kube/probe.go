@@ -20,6 +20,7 @@ const (
 	DefaultProbeTimeout     = 5 * time.Second
 	DefaultProbeConcurrency = 10
 	DefaultReadyzInterval   = 60 * time.Second
+	DefaultReviveInterval   = time.Second
 )
 
 // ProberOptions configures a Prober. Zero fields are the defaults.
@@ -38,6 +39,16 @@ type ProberOptions struct {
 	Concurrency int
 	// Logger receives probe failures; the zero value discards them.
 	Logger logr.Logger
+	// ReviveInterval paces the endpoint checks of a cluster whose breaker
+	// is open (see Prober): the first ReviveInterval (R) after it opens,
+	// the next 2R after a failed one, then every 3R, each ±20 %; each check
+	// is bounded by 2R or Timeout, whichever is shorter. Zero means 1s, or
+	// Interval if that is shorter; it must not exceed Interval.
+	ReviveInterval time.Duration
+	// DisableRevive turns the endpoint checks off: a cluster whose breaker
+	// is open waits for the pool's half-open probe at the end of the open
+	// period.
+	DisableRevive bool
 	// Probed, when set, is told the outcome of each GET /readyz once the
 	// Prober has acted on it (Report, or Redial for an Unauthorized
 	// answer): nil for a success. It runs on the probing worker, under no
@@ -69,6 +80,21 @@ type ProberOptions struct {
 // Clusters are probed every I. decide (decideTick, decideProbed) makes
 // each of these choices.
 //
+// Revive: while the pool's latest event of an admitted cluster says its
+// breaker is open, the Prober checks the cluster's endpoint as a dial's
+// first step does (its config read from the Dialer's ConfigSource, TCP,
+// TLS, GET /readyz with its credentials, on a connection of its own,
+// closed after), at the pace ReviveInterval sets. A 200 calls Pool.Probe:
+// the open period ends and the half-open probe dials at once, so a cluster
+// that comes back does not wait out a period that grew while it was down.
+// Any other outcome, 401 and 403 included (a dial reads the same
+// credentials, and its /readyz would get the same answer), waits for the
+// next check. Each check runs on a goroutine of its own, not on a worker;
+// at most one per cluster, and Concurrency/2 (at least one) across all
+// clusters, are in flight; none once the cluster is removed, connected or
+// its probe is out. Only a pool NewPool built has
+// the Dialer to check with: with another, no check is made.
+//
 // Worst case, with T = Timeout: a cluster that stops answering at t0 is
 // evicted by t0 + 3/2 I + N(I + T), a killed one by t0 + (N-1)I plus N
 // failed connects; ClusterCache's best cases are 4(I + T) + T and 4I.
@@ -77,18 +103,21 @@ type ProberOptions struct {
 type Prober struct {
 	pool ClusterPool
 	opts ProberOptions
+	// check is the endpoint check of a cluster whose breaker is open (the
+	// pool's Dialer's); nil: none (DisableRevive, or no Dialer).
+	check func(ctx context.Context, key client.ObjectKey) error
 }
 
 // NewProber returns a Prober of p, or an error matching ErrInvalidOptions,
-// naming the field, when p is nil, a field of opts is negative, or
-// ReadyzInterval is set below Interval.
+// naming the field, when p is nil, a field of opts is negative,
+// ReadyzInterval is set below Interval, or ReviveInterval above it.
 func NewProber(p ClusterPool, opts ProberOptions) (*Prober, error) {
 	if isNilPool(p) {
 		return nil, invalidOptions(errors.New("NewProber: pool must not be nil"))
 	}
 	if err := opt.FirstNegative("ProberOptions.", opt.F("Interval", opts.Interval),
 		opt.F("Timeout", opts.Timeout), opt.F("Concurrency", opts.Concurrency),
-		opt.F("ReadyzInterval", opts.ReadyzInterval)); err != nil {
+		opt.F("ReadyzInterval", opts.ReadyzInterval), opt.F("ReviveInterval", opts.ReviveInterval)); err != nil {
 		return nil, invalidOptions(err)
 	}
 	opt.Default(&opts.Interval, DefaultProbeInterval)
@@ -99,7 +128,16 @@ func NewProber(p ClusterPool, opts ProberOptions) (*Prober, error) {
 			opts.ReadyzInterval, opts.Interval))
 	}
 	opt.Default(&opts.ReadyzInterval, max(DefaultReadyzInterval, opts.Interval))
-	return &Prober{pool: p, opts: opts}, nil
+	if opts.ReviveInterval > opts.Interval {
+		return nil, invalidOptions(fmt.Errorf("ProberOptions.ReviveInterval=%v must not exceed Interval=%v",
+			opts.ReviveInterval, opts.Interval))
+	}
+	opt.Default(&opts.ReviveInterval, min(DefaultReviveInterval, opts.Interval))
+	pr := &Prober{pool: p, opts: opts}
+	if d := dialerOf(p); d != nil && !opts.DisableRevive {
+		pr.check = d.check
+	}
+	return pr, nil
 }
 
 // Start probes until ctx is done or the pool closes, then waits for

@@ -21,12 +21,14 @@ import (
 // subscription to the pool's events. Its inputs only write the record and
 // queue the cluster: the Secret informer's handler (a changed kubeconfig),
 // the pool's events (the end of a dial a Secret was kept for; a Connected
-// cluster's first tick), a lost connection (a tick at once) and the
-// ticks' own AddAfter. The workers take a cluster from the queue, one
+// cluster's first tick; an open breaker's first endpoint check, see
+// Prober), a lost connection (a tick at once) and the ticks' and checks'
+// own AddAfter. The workers take a cluster from the queue, one
 // worker per cluster at a time (the queue's guarantee), take what its
 // record holds, and decide and act outside the lock: the changed Secret
-// first, then the tick if it is due (see decide). Events of one cluster
-// coalesce in the queue; its latest Secret is never lost.
+// first, then the retry, the tick and the endpoint check if due (see
+// decide). Events of one cluster coalesce in the queue; its latest Secret
+// is never lost.
 //
 // It runs ProberOptions.Concurrency workers (1 without a Prober): a
 // rotation (bounded by DefaultRequestTimeout) holds one worker as a probe
@@ -95,12 +97,13 @@ type loop struct {
 	p    ClusterPool
 	q    workqueue.TypedRateLimitingInterface[client.ObjectKey]
 	recs *records
+	rev  *reviver // the Prober's endpoint checks; nil: none
 }
 
 // run runs r on p's events with recs until ctx is done (or, without
 // Secrets, until the pool closes), then waits for the workers.
 func (r *Reconciler) run(ctx context.Context, p ClusterPool, recs *records) error {
-	l := &loop{r: r, p: p, recs: recs, q: workqueue.NewTypedRateLimitingQueueWithConfig(
+	l := &loop{r: r, p: p, recs: recs, rev: newReviver(r.Prober), q: workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.DefaultTypedControllerRateLimiter[client.ObjectKey](),
 		workqueue.TypedRateLimitingQueueConfig[client.ObjectKey]{})}
 	defer l.q.ShutDown()
@@ -120,10 +123,13 @@ func (r *Reconciler) run(ctx context.Context, p ClusterPool, recs *records) erro
 	for range n {
 		workers.Go(func() { l.work(ctx) })
 	}
-	follow(ctx, p, l.subscribed, l.event, r.Secrets != nil)
+	follow(ctx, p, l.subscribed, l.event, l.poolClosed, r.Secrets != nil)
 	err := remove()
 	l.q.ShutDown()
 	workers.Wait()
+	if l.rev != nil {
+		l.rev.wg.Wait() // the endpoint checks in flight
+	}
 	return err
 }
 
@@ -141,8 +147,16 @@ func (l *loop) subscribed() {
 	}
 }
 
+// poolClosed stops the endpoint checks: the pool connects nothing more.
+func (l *loop) poolClosed() {
+	if l.rev != nil {
+		l.rev.closed.Store(true)
+	}
+}
+
 // event records ev and queues its cluster if it has something to act on.
 func (l *loop) event(ev pool.Event[client.ObjectKey]) {
+	l.reviveEvent(ev)
 	if l.r.Secrets != nil && l.r.Secrets.noted(ev) {
 		l.q.Add(ev.Key)
 	}
@@ -197,20 +211,26 @@ func (l *loop) work(ctx context.Context) {
 }
 
 // reconcile acts on what key's record holds: its changed Secret, then its
-// retry and its tick if due (one not due yet is queued again for when it
-// is).
+// retry, its tick and its endpoint check if due (one not due yet is queued
+// again for when it is).
 func (l *loop) reconcile(ctx context.Context, key client.ObjectKey) {
 	if l.r.Secrets != nil {
 		l.r.Secrets.reconcile(key)
 	}
-	tick, retry, wait := l.recs.takeDue(key, time.Now())
+	due, wait := l.recs.takeDue(key, time.Now())
 	if wait > 0 {
 		l.q.AddAfter(key, wait)
 	}
-	if retry && l.r.Admission != nil {
+	if due.retry && l.r.Admission != nil {
 		l.r.Admission.retried(key)
 	}
-	if tick && l.r.Prober != nil {
+	if due.tick && l.r.Prober != nil {
 		l.r.Prober.probe(ctx, key, l.after)
+	}
+	if due.revived && l.rev != nil {
+		l.revived(ctx, key, due.outcome)
+	}
+	if due.revive && l.rev != nil {
+		l.revive(ctx, key)
 	}
 }

@@ -5,6 +5,9 @@ import (
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/clusterpool/clusterpool/breaker"
+	"github.com/clusterpool/clusterpool/pool"
 )
 
 // clusterRecord is what the reconciler keeps of one cluster between two of its
@@ -23,13 +26,25 @@ type clusterRecord struct {
 	// it was acted on, until that dial ends or the cluster is removed.
 	kept *change
 	// tick is when the next probe tick is due, retry when a dial that
-	// failed is retried (Admission.SetRetry); zero: none scheduled.
-	tick, retry time.Time
+	// failed is retried (Admission.SetRetry), revive when the endpoint of
+	// a cluster whose breaker is open is checked next; zero: none
+	// scheduled.
+	tick, retry, revive time.Time
+	// brk is the breaker's state the pool's latest event of the cluster
+	// told (closed once it is connected or removed), failed the checks
+	// that failed since then, checking says a check is in flight (until
+	// it returns), checked that the outcome of one is not acted on yet.
+	brk      breaker.State
+	failed   int
+	checking bool
+	checked  bool
+	outcome  error
 }
 
 // empty reports whether r holds nothing, so that it can be forgotten.
 func (r *clusterRecord) empty() bool {
-	return r.pending == nil && r.kept == nil && r.tick.IsZero() && r.retry.IsZero()
+	return r.pending == nil && r.kept == nil && r.tick.IsZero() && r.retry.IsZero() && r.revive.IsZero() &&
+		r.brk == breaker.StateClosed && r.failed == 0 && !r.checking && !r.checked
 }
 
 // records are the records of one reconciler's clusters under one lock. The
@@ -136,17 +151,93 @@ func (rs *records) schedule(key client.ObjectKey, retry bool, at time.Time) {
 	})
 }
 
-// takeDue reports whether key's tick and its retry are due at now, and
-// forgets those that are: their decisions schedule the next ones. wait is
-// how long until the earliest of those not due yet (zero: none). The queue
-// keeps one delay per key, the earliest, so one moved later than a delay
-// still waiting there is queued again by the caller after wait.
-func (rs *records) takeDue(key client.ObjectKey, now time.Time) (tick, retry bool, wait time.Duration) {
+// due says which of a record's schedules are due, and the outcome of a
+// check not acted on yet (revived).
+type due struct {
+	tick, retry, revive, revived bool
+	outcome                      error
+}
+
+// takeDue reports whether key's tick, retry and revive are due at now,
+// and forgets those that are (and a check's outcome): their decisions
+// schedule the next ones.
+// wait is how long until the earliest of those not due yet (zero: none).
+// The queue keeps one delay per key, the earliest, so one moved later than
+// a delay still waiting there is queued again by the caller after wait.
+func (rs *records) takeDue(key client.ObjectKey, now time.Time) (d due, wait time.Duration) {
 	rs.with(key, func(r *clusterRecord) {
-		tick, wait = takeIfDue(&r.tick, now, wait)
-		retry, wait = takeIfDue(&r.retry, now, wait)
+		d.tick, wait = takeIfDue(&r.tick, now, wait)
+		d.retry, wait = takeIfDue(&r.retry, now, wait)
+		d.revive, wait = takeIfDue(&r.revive, now, wait)
+		d.revived, d.outcome = r.checked, r.outcome
+		r.checked, r.outcome = false, nil
 	})
-	return tick, retry, wait
+	return d, wait
+}
+
+// breakerEvent records the breaker's state ev tells (closed once the
+// cluster is connected or removed). An open breaker with no check
+// scheduled gets its next check after delay(failed), which
+// it returns (zero: none scheduled); a closed one forgets the failed
+// checks. A check scheduled stays: when it is due, decide sees the state.
+func (rs *records) breakerEvent(ev pool.Event[client.ObjectKey], now time.Time, delay func(failed int) time.Duration) (d time.Duration) {
+	rs.with(ev.Key, func(r *clusterRecord) {
+		r.brk = ev.Breaker
+		if ev.Connected || ev.Type == pool.Removed {
+			r.brk = breaker.StateClosed
+		}
+		switch {
+		case r.brk == breaker.StateClosed:
+			r.failed = 0
+		case r.brk == breaker.StateOpen && r.revive.IsZero():
+			d = delay(r.failed)
+			r.revive = now.Add(d)
+		}
+	})
+	return d
+}
+
+// revival returns what key's record says of its breaker: open (per the
+// latest event), half-open (its probe out), the checks failed since.
+func (rs *records) revival(key client.ObjectKey) (open, probing bool, failed int) {
+	rs.with(key, func(r *clusterRecord) {
+		open, probing, failed = r.brk == breaker.StateOpen, r.brk == breaker.StateHalfOpen, r.failed
+	})
+	return open, probing, failed
+}
+
+// startCheck marks a check of key in flight, unless one is: it reports
+// whether it did.
+func (rs *records) startCheck(key client.ObjectKey) (ok bool) {
+	rs.with(key, func(r *clusterRecord) {
+		ok = !r.checking
+		r.checking = true
+	})
+	return ok
+}
+
+// checkDone records the outcome err of key's check, which has returned.
+func (rs *records) checkDone(key client.ObjectKey, err error) {
+	rs.with(key, func(r *clusterRecord) { r.checking, r.checked, r.outcome = false, true, err })
+}
+
+// checkAgain schedules key's next check d from now, unless one is due
+// earlier, while its breaker is open, counting a failed check if failed
+// (else all checks were in flight, or this cluster's still was). It
+// reports whether the breaker is still open.
+func (rs *records) checkAgain(key client.ObjectKey, now time.Time, d time.Duration, failed bool) (ok bool) {
+	rs.with(key, func(r *clusterRecord) {
+		if ok = r.brk == breaker.StateOpen; !ok {
+			return
+		}
+		if failed {
+			r.failed++
+		}
+		if at := now.Add(d); r.revive.IsZero() || at.Before(r.revive) {
+			r.revive = at
+		}
+	})
+	return ok
 }
 
 // takeIfDue clears *t if it is due at now, and reports whether it was;

@@ -30,8 +30,8 @@ func TestRecordsTakeDue(t *testing.T) {
 		{10 * s, true, false, 0},
 		{11 * s, false, false, 0},
 	} {
-		tick, retry, wait := rs.takeDue(key, t0.Add(step.at))
-		if tick != step.tick || retry != step.retry || wait != step.wait {
+		d, wait := rs.takeDue(key, t0.Add(step.at))
+		if tick, retry := d.tick, d.retry; tick != step.tick || retry != step.retry || wait != step.wait {
 			t.Fatalf("at %v: tick %v retry %v wait %v, want %v %v %v", step.at, tick, retry, wait, step.tick, step.retry, step.wait)
 		}
 	}

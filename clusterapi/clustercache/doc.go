@@ -101,7 +101,11 @@
 //     admission's requeue of a Cluster not connected), and
 //     after ProbeFailureThreshold (5) failures in a row the breaker opens
 //     for 5 s, doubling to 30 s (jittered), instead of a fixed 30 s; a dial
-//     that hangs to its 10 s deadline opens it at once for 30 s.
+//     that hangs to its 10 s deadline opens it at once for 30 s. While
+//     it is open, the reconciler checks the cluster's endpoint (GET
+//     /readyz on a connection of its own: 1 s after it opened, 2 s later,
+//     then every 3 s); a 200 ends the open period and the half-open
+//     probe dials at once (kube.Prober's revive).
 //   - A connected cluster is dropped after ProbeFailureThreshold (5)
 //     failed health probes in a row, as in Cluster API (clusterpool's
 //     default is 3), but its probe is GET /readyz where Cluster API sends
