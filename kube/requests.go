@@ -64,11 +64,12 @@ var (
 	ErrClusterStopped = reqguard.ErrClusterStopped
 	// ErrThrottled: the cluster answered the request with 429 Too Many
 	// Requests (API Priority and Fairness does, when the apiserver is
-	// overloaded) and a Retry-After that ends after the request's deadline
-	// (RequestTimeout, or its caller's), so client-go's retry could not be
-	// sent in time: the request ends at that answer, and pool.RetryAfter
-	// gives the server's Retry-After (at most a minute). A 429 whose retry
-	// fits the deadline is client-go's to wait out and retry; one that
+	// overloaded) and a Retry-After that does not end before the request's
+	// deadline (RequestTimeout, or its caller's), so client-go's retry could
+	// not be sent in time: the request ends at that answer, and
+	// pool.RetryAfter gives the server's Retry-After (at most a minute). A
+	// 429 whose retry can begin before the deadline is client-go's to wait
+	// out and retry; one that
 	// client-go's retries ran out on is its TooManyRequests StatusError.
 	// Either way Requeue requeues after the Retry-After. A 429 holds back
 	// no other request of the cluster, and back-pressure is not a failure:

@@ -27,7 +27,7 @@ type guardedTransport struct {
 // RoundTrip sends req under the guard. A rejection is returned as it is
 // (http.Client wraps it in a *url.Error, which errors.Is and
 // pool.RetryAfter see through), and so is ErrThrottled: an answer of 429
-// whose Retry-After ends after the request's deadline (reqguard's
+// whose Retry-After does not end before the request's deadline (reqguard's
 // Flight.Throttle). Any other 429 goes to client-go, which retries it.
 func (t *guardedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx, f, err := t.g.Begin(req.Context(), classify(req))

@@ -22,13 +22,13 @@ import (
 // which does.
 
 // ErrThrottled: the cluster answered the request with 429 Too Many Requests
-// and a Retry-After that ends after the request's deadline, so its retry
-// could not be sent in time; the request ended at the answer. The error is a
-// *pool.Error whose RetryAt is the end of that Retry-After (at most
-// MaxRetryAfter), so pool.RetryAfter gives the server's wish. A 429 whose
-// retry fits the deadline is its client's to retry, and a 429 that client-go's
-// own retries ran out on is its *errors.StatusError (TooManyRequests, with
-// the Retry-After as its suggested delay).
+// and a Retry-After that does not end before the request's deadline, so its
+// retry could not be sent in time; the request ended at the answer. The
+// error is a *pool.Error whose RetryAt is the end of that Retry-After (at
+// most MaxRetryAfter), so pool.RetryAfter gives the server's wish. A 429
+// whose retry can begin before the deadline is its client's to retry, and a
+// 429 that client-go's own retries ran out on is its *errors.StatusError
+// (TooManyRequests, with the Retry-After as its suggested delay).
 var ErrThrottled = errors.New("kube: cluster asked for fewer requests (429 Retry-After)")
 
 // MaxRetryAfter caps the Retry-After ErrThrottled asks to wait, whatever
@@ -42,7 +42,7 @@ const MaxRetryAfter = time.Minute
 // does not retry), passive health is off (Settings.Report nil: the answer
 // is its client's alone, as Cluster API's drop-in wants), or the request's
 // context has no deadline or one that ends after d from now (the client's
-// retry fits). Otherwise it returns an ErrThrottled *pool.Error with RetryAt
+// retry can begin before it). Otherwise it returns an ErrThrottled *pool.Error with RetryAt
 // now plus d (capped at MaxRetryAfter), which the caller returns instead of
 // the answer.
 func (f *Flight) Throttle(d time.Duration) error {
@@ -52,7 +52,7 @@ func (f *Flight) Throttle(d time.Duration) error {
 	}
 	now := time.Now()
 	retryAt := now.Add(min(d, MaxRetryAfter))
-	if dl, ok := f.parent.Deadline(); !ok || !dl.Before(retryAt) {
+	if dl, ok := f.parent.Deadline(); !ok || dl.After(retryAt) {
 		return nil
 	}
 	err := &pool.Error{Kind: ErrThrottled, Cluster: f.g.s.Cluster, RetryAt: retryAt}

@@ -56,7 +56,7 @@ func TestA429PastTheDeadlineEndsWithItsRetryAfter(t *testing.T) {
 		want       time.Duration // 0: nil, the answer goes to the client
 	}{
 		{"fits", 10 * time.Second, time.Second, 0},
-		{"fits exactly", 2 * time.Second, 2 * time.Second, 0},
+		{"ends at the deadline", 2 * time.Second, 2 * time.Second, 2 * time.Second},
 		{"outlasts", 500 * time.Millisecond, time.Second, time.Second},
 		{"outlasts, capped", 10 * time.Second, time.Hour, MaxRetryAfter},
 		{"no Retry-After", 500 * time.Millisecond, 0, 0},
