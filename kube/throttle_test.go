@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/clusterpool/clusterpool/internal/grayproxy"
 	"github.com/clusterpool/clusterpool/pool"
 )
 
@@ -104,6 +105,50 @@ func TestHalfThrottledClusterIsReached(t *testing.T) {
 			reached, made, failed, workers*gets, first)
 	}
 	stillServing(t, p, c, "at half the answers 429")
+}
+
+// The same on a real apiserver behind the fault of the gray bench
+// (internal/grayproxy's Throttle: half the answers, at random, 429 with
+// Retry-After: 1): the controller's workers each read the cluster in turn;
+// every read is answered (or, if its retries meet its RequestTimeout, ends
+// with ErrThrottled), at least 95 % of the requests sent into the cluster's
+// client reach the proxy (the Prober's rare /readyz reaches it too, which
+// the bound tolerates), the breaker counts nothing and the client is kept.
+func TestThrottledFaultClassIsReached(t *testing.T) {
+	const gets = 3
+	px := grayProxies(t, "throttled")
+	p, clusters := grayFleet(t, px, DialerOptions{})
+	c := clusters["throttled"]
+	counting := &countingTransport{next: c.HTTPClient().Transport}
+	cs, err := kubernetes.NewForConfigAndClient(c.RESTConfig(), &http.Client{Transport: counting, Timeout: c.HTTPClient().Timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := px["throttled"].Set(grayproxy.Throttle(0.5, time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, slowWorkers*gets)
+	for range slowWorkers {
+		wg.Go(func() {
+			for range gets {
+				if err := getNS(cs); err != nil && !errors.Is(err, ErrThrottled) {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("a read of the throttled cluster: %v, want answered or ErrThrottled", err)
+	}
+	got, made := px["throttled"].Counts(grayproxy.Throttled), counting.n.Load()
+	t.Logf("%d of the %d requests made reached the cluster's proxy (%d answered 429)", got.Received(), made, got.Faulted)
+	if got.Faulted == 0 || float64(got.Received()) < 0.95*float64(made) {
+		t.Fatalf("50 %% throttled: %+v received of %d made; want >= 95 %% reached, some 429s", got, made)
+	}
+	stillServing(t, p, c.Cluster, "at half the answers 429, on a real apiserver")
 }
 
 // A request answered 429 every time, whose next Retry-After would outlast
