@@ -26,6 +26,9 @@ import (
 // failures of issue 43: GET of ConfigMap <name> in "default" answers by
 // name, and counts the requests of each name.
 //   - throttled: 429 with Retry-After: 1 to its first 3 requests, then 200;
+//   - busy-*: 429 with Retry-After: 1 to the first request of each name,
+//     then 200 (half of the answers 429);
+//   - always: 429 with Retry-After: 1, every time;
 //   - slow: 200 after 300 ms;
 //   - half: 500 to the requests i with i%5 in {0, 1, 3} (60 %, never 3 in a
 //     row), else 200;
@@ -65,7 +68,7 @@ func (s *grayServer) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	status := http.StatusOK
 	switch {
-	case name == "throttled" && i < 3:
+	case name == "throttled" && i < 3, strings.HasPrefix(name, "busy-") && i == 0, name == "always":
 		w.Header().Set("Retry-After", "1")
 		w.WriteHeader(http.StatusTooManyRequests)
 		fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"TooManyRequests","code":429,"details":{"retryAfterSeconds":1}}`)
@@ -93,11 +96,17 @@ func (s *grayServer) serve(w http.ResponseWriter, r *http.Request) {
 // cluster is srv, the connected Cluster and a clientset on it.
 func grayPool(t *testing.T, srv *grayServer) (*pool.Pool[client.ObjectKey, *Cluster], *Cluster, kubernetes.Interface) {
 	t.Helper()
+	return grayPoolWith(t, srv, DialerOptions{})
+}
+
+// grayPoolWith is grayPool with the Dialer's options dopts.
+func grayPoolWith(t *testing.T, srv *grayServer, dopts DialerOptions) (*pool.Pool[client.ObjectKey, *Cluster], *Cluster, kubernetes.Interface) {
+	t.Helper()
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	src := ConfigFunc(func(context.Context, client.ObjectKey) (*rest.Config, error) {
 		return &rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, nil
 	})
-	p := newPoolWith(t, src, DialerOptions{}, pool.Options[client.ObjectKey, *Cluster]{MaxWait: 10 * time.Second})
+	p := newPoolWith(t, src, dopts, pool.Options[client.ObjectKey, *Cluster]{MaxWait: 10 * time.Second})
 	c, err := p.Get(context.Background(), client.ObjectKey{Namespace: "fleet", Name: "gray"})
 	if err != nil {
 		t.Fatal(err)
@@ -122,47 +131,6 @@ func stillServing(t *testing.T, p *pool.Pool[client.ObjectKey, *Cluster], c *Clu
 	held, _ := p.Peek(c.Key)
 	if s.Breaker != breaker.StateClosed || s.WindowFailures != 0 || s.ConsecutiveFailures != 0 || held != c {
 		t.Fatalf("%s: %+v (same client held: %v), want closed, nothing counted, the client kept", what, s, held == c)
-	}
-}
-
-// A busy cluster is not cut off (issue 43): three answers of 429 with
-// Retry-After in a row are back-pressure. client-go waits each one out and
-// sends the request again, which the guard admits, and it succeeds; a
-// request that begins while a Retry-After runs is not sent: it fails with
-// ErrThrottled, and Requeue requeues it after the rest of the Retry-After.
-// The breaker counts nothing and the pool keeps the client.
-func TestThrottledClusterIsNotCutOff(t *testing.T) {
-	srv := newGrayServer(t)
-	p, c, cs := grayPool(t, srv)
-	done := make(chan error, 1)
-	go func() { done <- getCM(context.Background(), cs, "throttled") }()
-	var err error
-	waitUntil(t, 10*time.Second, "a request rejected within a Retry-After", func() bool {
-		err = getCM(context.Background(), cs, "other")
-		return err != nil
-	})
-	res, rerr := Requeue(err)
-	if !errors.Is(err, ErrThrottled) || rerr != nil || res.RequeueAfter <= 0 || res.RequeueAfter > time.Second {
-		t.Fatalf("within a Retry-After: %v; Requeue = %+v, %v; want ErrThrottled, a requeue within the 1s Retry-After", err, res, rerr)
-	}
-	if err := <-done; err != nil {
-		t.Fatalf("the throttled request, after client-go's retries: %v", err)
-	}
-	if n := srv.count("throttled"); n != 4 {
-		t.Fatalf("the throttled request was sent %d times, want 4 (three 429s, then 200)", n)
-	}
-	stillServing(t, p, c, "after three 429s in a row")
-}
-
-// Client-go's own retries running out on 429s: Requeue requeues after the
-// server's Retry-After instead of returning the error.
-func TestRequeueHonoursRetryAfterOfA429(t *testing.T) {
-	err := apierrors.NewTooManyRequests("slow down", 7)
-	if res, rerr := Requeue(err); rerr != nil || res.RequeueAfter != 7*time.Second {
-		t.Fatalf("Requeue(429, Retry-After 7) = %+v, %v", res, rerr)
-	}
-	if _, rerr := Requeue(apierrors.NewTooManyRequests("no hint", 0)); rerr == nil {
-		t.Fatal("a 429 with no Retry-After was swallowed")
 	}
 }
 

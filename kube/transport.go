@@ -26,7 +26,9 @@ type guardedTransport struct {
 
 // RoundTrip sends req under the guard. A rejection is returned as it is
 // (http.Client wraps it in a *url.Error, which errors.Is and
-// pool.RetryAfter see through).
+// pool.RetryAfter see through), and so is ErrThrottled: an answer of 429
+// whose Retry-After does not end before the request's deadline (reqguard's
+// Flight.Throttle). Any other 429 goes to client-go, which retries it.
 func (t *guardedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx, f, err := t.g.Begin(req.Context(), classify(req))
 	if err != nil {
@@ -46,7 +48,12 @@ func (t *guardedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		t.g.SetProbe(readyzProbe(t.next, req))
 	}
 	if resp.StatusCode == http.StatusTooManyRequests {
-		f.Throttle(retryAfter(resp))
+		if err := f.Throttle(retryAfter(resp)); err != nil { // its retry cannot begin before its deadline
+			io.Copy(io.Discard, io.LimitReader(resp.Body, 4096)) // the connection is reused
+			resp.Body.Close()
+			f.End(err)
+			return nil, err
+		}
 	}
 	resp.Body = &guardedBody{ReadCloser: resp.Body, f: f, verdict: verdict(resp)}
 	return resp, nil
@@ -96,7 +103,8 @@ func (t *guardedTransport) WrappedRoundTripper() http.RoundTripper { return t.ne
 
 // verdict is an answer's outcome for the breaker: 5xx are failures of the
 // cluster; every other status, 4xx included, is the cluster working, but a
-// 429 (back-pressure) is not reported at all (Flight.Throttle).
+// 429 (back-pressure) is not reported at all (Flight.Throttle), nor holds
+// back the cluster's other requests.
 func verdict(resp *http.Response) error {
 	if resp.StatusCode >= 500 {
 		return fmt.Errorf("kube: cluster answered HTTP %d", resp.StatusCode)

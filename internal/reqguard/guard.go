@@ -124,9 +124,6 @@ type Guard struct {
 	probeSent   time.Time
 	probing     bool
 	probeCancel context.CancelFunc
-	// throttledUntil is when the last Retry-After of a 429 ends (see
-	// throttle.go).
-	throttledUntil time.Time
 }
 
 // New returns a Guard with settings s.
@@ -170,8 +167,8 @@ func (g *Guard) firstByteLocked() time.Duration {
 // Begin admits a request of class c sent under ctx. It returns the context
 // to send it with (canceled on Stop, and at the first-byte deadline) and
 // the flight, whose End must be called exactly once; or a rejection: the
-// Stopped error, ErrThrottled (Counted requests within a Retry-After), or
-// ErrBulkheadFull. A rejection is counted and added as an
+// Stopped error, or ErrBulkheadFull. A 429 answered to another request
+// rejects nothing (see throttle.go). A rejection is counted and added as an
 // event to ctx's span.
 func (g *Guard) Begin(ctx context.Context, c Class) (context.Context, *Flight, error) {
 	g.mu.Lock()
@@ -182,13 +179,6 @@ func (g *Guard) Begin(ctx context.Context, c Class) (context.Context, *Flight, e
 		return nil, nil, err
 	}
 	now := time.Now()
-	if c.counted() {
-		if err := g.throttledLocked(now); err != nil {
-			g.mu.Unlock()
-			g.s.Metrics.rejected(ctx, g.s.Cluster, err)
-			return nil, nil, err
-		}
-	}
 	if at, full := g.fullLocked(c, now); full {
 		g.mu.Unlock()
 		err := &pool.Error{Kind: ErrBulkheadFull, Cluster: g.s.Cluster, RetryAt: at}

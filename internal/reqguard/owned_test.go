@@ -6,8 +6,6 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
-
-	"github.com/clusterpool/clusterpool/pool"
 )
 
 // Only the cluster's own failures are reported. A caller that gives up
@@ -55,62 +53,5 @@ func TestOnlyTheClustersOwnFailuresAreReported(t *testing.T) {
 		if got := byRate.list(); len(got) != 1 {
 			t.Fatalf("first-byte timeout also reached ReportRequest: %v", got)
 		}
-	})
-}
-
-// A 429 is back-pressure: not reported; counted requests that begin within
-// its Retry-After are rejected with ErrThrottled and a RetryAfter of the
-// rest of it; exempt ones are not; the request sent after it is admitted.
-func TestRetryAfterHoldsBackCountedRequests(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		g, r := newGuard(t, Settings{MaxFirstByte: 10 * time.Second})
-		for range 3 {
-			_, f, err := g.Begin(context.Background(), Counted)
-			if err != nil {
-				t.Fatalf("after the Retry-After: %v", err)
-			}
-			f.FirstByte()
-			f.Throttle(2 * time.Second)
-			f.End(nil)
-			time.Sleep(500 * time.Millisecond)
-			_, _, err = g.Begin(context.Background(), CountedWrite)
-			d, ok := pool.RetryAfter(err)
-			if !errors.Is(err, ErrThrottled) || !ok || d != 1500*time.Millisecond {
-				t.Fatalf("within the Retry-After: %v (RetryAfter %v, %v), want ErrThrottled after 1.5s", err, d, ok)
-			}
-			_, f, err = g.Begin(context.Background(), Exempt)
-			if err != nil {
-				t.Fatalf("exempt request within the Retry-After: %v", err)
-			}
-			f.End(nil)
-			time.Sleep(1500 * time.Millisecond)
-		}
-		if got := r.list(); len(got) != 3 || got[0] != nil || got[1] != nil || got[2] != nil {
-			t.Fatalf("reported %v, want only the 3 exempt successes", got)
-		}
-		_, f, _ := g.Begin(context.Background(), Counted)
-		f.Throttle(time.Hour)
-		f.End(nil)
-		_, _, err := g.Begin(context.Background(), Counted)
-		if d, _ := pool.RetryAfter(err); d != MaxRetryAfter {
-			t.Fatalf("Retry-After of an hour holds for %v, want the cap %v", d, MaxRetryAfter)
-		}
-	})
-}
-
-// With passive health off (no Report: Cluster API's drop-in), a 429's
-// Retry-After holds nothing back: the requests are their client's alone.
-func TestRetryAfterIsTheClientsWithPassiveHealthOff(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		g := New(Settings{Cluster: "c", MaxFirstByte: 10 * time.Second})
-		g.Live()
-		_, f, _ := g.Begin(context.Background(), Counted)
-		f.Throttle(2 * time.Second)
-		f.End(nil)
-		_, f, err := g.Begin(context.Background(), Counted)
-		if err != nil {
-			t.Fatalf("within the Retry-After, passive health off: %v", err)
-		}
-		f.End(nil)
 	})
 }
