@@ -45,6 +45,19 @@ func dialerOf(p ClusterPool) *Dialer {
 	return v.(weak.Pointer[Dialer]).Value()
 }
 
+// endpointCheckKey marks the context of the ConfigSource read an
+// endpoint check makes (IsEndpointCheck).
+type endpointCheckKey struct{}
+
+// IsEndpointCheck reports whether ctx is that of a ConfigSource read for
+// the Prober's endpoint check of a cluster whose breaker is open
+// (docs/health.md, "Revive an open breaker") rather than for a dial: a
+// ConfigSource that counts or meters dials can tell the two apart.
+func IsEndpointCheck(ctx context.Context) bool {
+	v, _ := ctx.Value(endpointCheckKey{}).(bool)
+	return v
+}
+
 // check is a dial's first step alone: key's config read from the
 // ConfigSource, as a dial reads it (under the same KubeconfigPolicy), and
 // GET /readyz over a connection of its own (TCP, TLS, the credentials;
@@ -53,7 +66,7 @@ func dialerOf(p ClusterPool) *Dialer {
 // ctx bounds it. nil means /readyz answered 200: a dial would get past
 // its own /readyz now.
 func (d *Dialer) check(ctx context.Context, key client.ObjectKey) error {
-	srcCfg, _, err := d.src.Config(ctx, key)
+	srcCfg, _, err := d.src.Config(context.WithValue(ctx, endpointCheckKey{}, true), key)
 	if err != nil {
 		return err
 	}

@@ -335,3 +335,27 @@ func TestReviveHoldsNoWorker(t *testing.T) {
 		}
 	})
 }
+
+// A check's read of the ConfigSource says it is one (IsEndpointCheck), so
+// that a source that counts dials can leave it out; other reads do not.
+func TestCheckReadIsMarked(t *testing.T) {
+	var marked []bool
+	src := ConfigFunc(func(ctx context.Context, _ client.ObjectKey) (*rest.Config, error) {
+		marked = append(marked, IsEndpointCheck(ctx))
+		return nil, errors.New("no config")
+	})
+	d, err := NewDialer(src, DialerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKey{Namespace: "fleet", Name: "marked"}
+	if err := d.check(context.Background(), key); err == nil {
+		t.Fatal("check with no config succeeded")
+	}
+	if _, _, err := src.Config(context.Background(), key); err == nil {
+		t.Fatal("read with no config succeeded")
+	}
+	if len(marked) != 2 || !marked[0] || marked[1] {
+		t.Fatalf("IsEndpointCheck of the check's read, then another read: %v, want [true false]", marked)
+	}
+}

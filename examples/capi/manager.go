@@ -20,7 +20,8 @@ import (
 	"github.com/clusterpool/clusterpool/pool"
 )
 
-// countingSource counts dials per cluster for the table.
+// countingSource counts dials per cluster for the table (not the reads of
+// the Prober's endpoint checks while a breaker is open).
 type countingSource struct {
 	kube.ConfigSource
 	stats *Stats
@@ -28,7 +29,9 @@ type countingSource struct {
 
 // Config counts a dial of key and reads its config.
 func (c countingSource) Config(ctx context.Context, key client.ObjectKey) (*rest.Config, string, error) {
-	c.stats.dialed(key)
+	if !kube.IsEndpointCheck(ctx) {
+		c.stats.dialed(key)
+	}
 	return c.ConfigSource.Config(ctx, key)
 }
 
