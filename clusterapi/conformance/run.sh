@@ -336,9 +336,15 @@ done
 # again, alike, when they run). go list -export compiles all but the test mains; go test would
 # link each binary here and again when the suites run (it does not cache test binaries).
 if [ "${CONFORMANCE_BUILD_ONLY:-}" = 1 ]; then
-  build_flags=()
+  # go list takes build flags only: drop go test's own, in both spellings (-run=X, -run X).
+  build_flags=() skip=
   for f in "${extra_flags[@]}"; do
-    case "$f" in -vet=* | -run=* | -count=* | -timeout=*) ;; *) build_flags+=("$f") ;; esac
+    if [ -n "$skip" ]; then skip=; continue; fi
+    case "$f" in
+      -vet=* | -run=* | -count=* | -timeout=*) ;;
+      -run | -count | -timeout) skip=1 ;;
+      *) build_flags+=("$f") ;;
+    esac
   done
   for mode_name in "${modes[@]}"; do
     dir=$bin/capi-$CAPI_VERSION-$mode_name
