@@ -130,13 +130,17 @@ func (f *Fleet) startAPIServers(count int, configure ...func(int, *envtest.Envir
 	errs := make([]error, count)
 	var wg sync.WaitGroup
 	for i := range envs {
-		envs[i] = &envtest.Environment{}
-		for _, c := range configure {
-			if i > 0 { // envs[0] is the management apiserver
-				c(i-1, envs[i])
-			}
-		}
-		wg.Go(func() { cfgs[i], errs[i] = envs[i].Start() })
+		wg.Go(func() {
+			envs[i], cfgs[i], errs[i] = startEnv(func() *envtest.Environment {
+				env := &envtest.Environment{}
+				for _, c := range configure {
+					if i > 0 { // envs[0] is the management apiserver
+						c(i-1, env)
+					}
+				}
+				return env
+			})
+		})
 	}
 	wg.Wait()
 	for i, env := range envs {
@@ -148,6 +152,30 @@ func (f *Fleet) startAPIServers(count int, configure ...func(int, *envtest.Envir
 		return nil, fmt.Errorf("starting apiservers: %w", err)
 	}
 	return cfgs, nil
+}
+
+// startTries is how many times startEnv starts an apiserver.
+const startTries = 3
+
+// startEnv starts an environment made by newEnv, up to startTries times,
+// each a new one: on a loaded machine envtest's start can fail after it
+// started the processes (its wait for the default namespace is a fixed
+// 5 s), and such a start is stopped before the next try, so that no
+// apiserver or etcd outlives the run.
+func startEnv(newEnv func() *envtest.Environment) (*envtest.Environment, *rest.Config, error) {
+	var errs []error
+	for range startTries {
+		env := newEnv()
+		cfg, err := env.Start()
+		if err == nil {
+			return env, cfg, nil
+		}
+		errs = append(errs, err)
+		if err := env.Stop(); err != nil {
+			return nil, nil, errors.Join(append(errs, fmt.Errorf("stopping the failed start: %w", err))...)
+		}
+	}
+	return nil, nil, errors.Join(errs...)
 }
 
 // addCluster creates cluster i's proxy (f.Proxies[i]), kubeconfig Secret,
