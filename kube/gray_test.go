@@ -5,10 +5,13 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,11 +27,11 @@ import (
 
 // grayServer is an apiserver's stand-in on 127.0.0.1 (TLS) for the gray
 // failures of issue 43: GET of ConfigMap <name> in "default" answers by
-// name, and counts the requests of each name.
+// name, and counts the requests of each name and the connections opened.
 //   - throttled: 429 with Retry-After: 1 to its first 3 requests, then 200;
 //   - busy-*: 429 with Retry-After: 1 to the first request of each name,
 //     then 200 (half of the answers 429);
-//   - always: 429 with Retry-After: 1, every time;
+//   - always: 429 with Retry-After: 30, every time;
 //   - slow: 200 after 300 ms;
 //   - half: 500 to the requests i with i%5 in {0, 1, 3} (60 %, never 3 in a
 //     row), else 200;
@@ -37,14 +40,21 @@ import (
 //   - anything else: 200.
 type grayServer struct {
 	*httptest.Server
-	mu   sync.Mutex
-	seen map[string]int
+	conns atomic.Int64 // connections opened
+	mu    sync.Mutex
+	seen  map[string]int
 }
 
 func newGrayServer(t *testing.T) *grayServer {
 	t.Helper()
 	s := &grayServer{seen: map[string]int{}}
-	s.Server = httptest.NewTLSServer(http.HandlerFunc(s.serve))
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			s.conns.Add(1)
+		}
+	}
+	s.StartTLS()
 	t.Cleanup(s.Close)
 	return s
 }
@@ -69,9 +79,13 @@ func (s *grayServer) serve(w http.ResponseWriter, r *http.Request) {
 	status := http.StatusOK
 	switch {
 	case name == "throttled" && i < 3, strings.HasPrefix(name, "busy-") && i == 0, name == "always":
-		w.Header().Set("Retry-After", "1")
+		retry := 1
+		if name == "always" {
+			retry = 30
+		}
+		w.Header().Set("Retry-After", strconv.Itoa(retry))
 		w.WriteHeader(http.StatusTooManyRequests)
-		fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"TooManyRequests","code":429,"details":{"retryAfterSeconds":1}}`)
+		fmt.Fprintf(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"TooManyRequests","code":429,"details":{"retryAfterSeconds":%d}}`, retry)
 		return
 	case name == "slow":
 		select {

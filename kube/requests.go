@@ -62,22 +62,23 @@ var (
 	// closed; get a new client from the pool. A Cluster stopped because its
 	// breaker opened answers pool.ErrCircuitOpen instead.
 	ErrClusterStopped = reqguard.ErrClusterStopped
-	// ErrThrottled: the cluster answered the request with 429 Too Many
-	// Requests (API Priority and Fairness does, when the apiserver is
-	// overloaded) and a Retry-After that does not end before the request's
-	// deadline (RequestTimeout, or its caller's), so client-go's retry could
-	// not be sent in time: the request ends at that answer, and
-	// pool.RetryAfter gives the server's Retry-After (at most a minute). A
-	// 429 whose retry can begin before the deadline is client-go's to wait
-	// out and retry; one that
-	// client-go's retries ran out on is its TooManyRequests StatusError.
-	// Either way Requeue requeues after the Retry-After. A 429 holds back
-	// no other request of the cluster, and back-pressure is not a failure:
-	// it never counts toward opening the breaker.
+	// ErrThrottled: the cluster answered a counted request (a reconciler's,
+	// through Client or Uncached) with 429 Too Many Requests (API Priority
+	// and Fairness does, when the apiserver is overloaded) and a
+	// Retry-After. The request ends at that answer, whatever its deadline,
+	// and client-go does not retry it, so the reconciler's worker is free at
+	// once: pool.RetryAfter gives the server's Retry-After (at most a
+	// minute), after which Requeue requeues. A 429 holds back no other
+	// request of the cluster, and back-pressure is not a failure: it never
+	// counts toward opening the breaker. The informers' lists and watches
+	// (exempt requests, on which no worker waits) are client-go's to wait
+	// out and retry; a 429 without Retry-After is client-go's
+	// TooManyRequests StatusError.
 	//
-	// Until this release ErrThrottled also refused, unsent, every counted
-	// request of the cluster that began within a 429's Retry-After; it no
-	// longer does.
+	// ErrThrottled used to refuse, unsent, every counted request of the
+	// cluster that began within a 429's Retry-After (it no longer does),
+	// then to mean only a Retry-After that outlasted the request's deadline
+	// (client-go slept the shorter ones in the worker; it no longer does).
 	ErrThrottled = reqguard.ErrThrottled
 )
 
@@ -143,8 +144,8 @@ type RequestOptions struct {
 	// 5xx answers are failures, other answers successes (a 404, 409 or 403
 	// is the cluster working); a 429 and a request its caller gave up on
 	// (its cancel, its own shorter deadline) are not reported
-	// (docs/requests.md). Off, a 429 is client-go's alone, even when its
-	// Retry-After outlasts the request's deadline (no ErrThrottled).
+	// (docs/requests.md). Off, a 429 is client-go's alone, which waits out
+	// its Retry-After and retries it (no ErrThrottled).
 	DisablePassiveHealth bool
 	// MeterProvider receives the request metrics; nil means the otel
 	// global.

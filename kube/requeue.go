@@ -14,9 +14,9 @@ import (
 // Requeue maps the error of a pool Get, or of a request on a Cluster's
 // clients, to a reconcile result: a cluster that is not ready yet
 // (ErrWaitTimeout, ErrCircuitOpen, ErrDialFailed, ErrBulkheadFull,
-// ErrClusterStopped) or asked for fewer requests (ErrThrottled, a 429 whose
-// Retry-After reached past the request's deadline; or a 429 whose Retry-After
-// client-go's own retries ran out on, its TooManyRequests StatusError) is a
+// ErrClusterStopped) or asked for fewer requests (ErrThrottled, a counted
+// request's 429 with a Retry-After; or a 429 whose Retry-After client-go's
+// own retries ran out on, its TooManyRequests StatusError) is a
 // requeue after pool.RetryAfter (the server's Retry-After) with no error, as
 // Cluster API requeues on ErrClusterNotConnected: controller-runtime's rate
 // limiter is not involved (its exponential backoff would park the object

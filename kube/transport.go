@@ -26,9 +26,15 @@ type guardedTransport struct {
 
 // RoundTrip sends req under the guard. A rejection is returned as it is
 // (http.Client wraps it in a *url.Error, which errors.Is and
-// pool.RetryAfter see through), and so is ErrThrottled: an answer of 429
-// whose Retry-After does not end before the request's deadline (reqguard's
-// Flight.Throttle). Any other 429 goes to client-go, which retries it.
+// pool.RetryAfter see through), and so is ErrThrottled: a counted
+// request's answer of 429 with a Retry-After (reqguard's Flight.Throttle),
+// whose body is drained (bounded) and closed so that its connection is
+// reused. client-go does not retry it: rest.Request retries an error of
+// its http.Client only if it is a connection reset, a probable EOF or a
+// lost HTTP/2 connection, and only for a GET (isErrRetryableFunc in
+// request.go, checked by withRetry.IsNextRetry in with_retry.go,
+// k8s.io/client-go v0.36); it retries on a Retry-After only when it has
+// the response. Every other 429 goes to client-go as it is.
 func (t *guardedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx, f, err := t.g.Begin(req.Context(), classify(req))
 	if err != nil {
@@ -48,7 +54,7 @@ func (t *guardedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		t.g.SetProbe(readyzProbe(t.next, req))
 	}
 	if resp.StatusCode == http.StatusTooManyRequests {
-		if err := f.Throttle(retryAfter(resp)); err != nil { // its retry cannot begin before its deadline
+		if err := f.Throttle(retryAfter(resp)); err != nil { // a counted request: its worker is free at once
 			io.Copy(io.Discard, io.LimitReader(resp.Body, 4096)) // the connection is reused
 			resp.Body.Close()
 			f.End(err)

@@ -31,8 +31,8 @@ type Metrics struct {
 
 // NewMetrics creates the instruments on mp (the otel global if nil):
 // clusterpool.request.rejected (attribute clusterpool.reason: circuit_open,
-// bulkhead_full, stopped, and throttled: a 429's retry that could not be
-// sent before the request's deadline), clusterpool.request.canceled (in flight when the
+// bulkhead_full, stopped, and throttled: a counted request ended at its
+// 429, see Flight.Throttle), clusterpool.request.canceled (in flight when the
 // client was stopped) and clusterpool.request.first_byte_timeouts.
 func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	if mp == nil {

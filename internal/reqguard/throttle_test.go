@@ -12,7 +12,7 @@ import (
 
 // A 429 is back-pressure on the request it answers, not on the cluster:
 // counted requests (reads and writes) that begin within its Retry-After
-// are admitted, its retry is admitted, and it is never reported.
+// are admitted, and it is never reported.
 func TestA429HoldsBackNoOtherRequest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g, r := newGuard(t, Settings{MaxInFlight: 3, MaxFirstByte: 10 * time.Second})
@@ -23,10 +23,7 @@ func TestA429HoldsBackNoOtherRequest(t *testing.T) {
 				t.Fatalf("a request after a 429: %v", err)
 			}
 			f.FirstByte()
-			if err := f.Throttle(2 * time.Second); err != nil {
-				t.Fatalf("a 429 whose Retry-After fits the deadline: %v, want nil (client-go retries it)", err)
-			}
-			f.End(nil)
+			f.End(f.Throttle(2 * time.Second))
 			time.Sleep(500 * time.Millisecond)
 			for _, c := range []Class{Counted, CountedWrite, Exempt} {
 				_, other, err := g.Begin(context.Background(), c)
@@ -44,23 +41,27 @@ func TestA429HoldsBackNoOtherRequest(t *testing.T) {
 	})
 }
 
-// A 429 whose Retry-After ends after the request's deadline ends the
-// request with ErrThrottled, whose RetryAfter is the server's Retry-After
-// (capped at MaxRetryAfter), and is not reported. One that fits the
-// deadline, or with no Retry-After, or no deadline, goes to the client.
-func TestA429PastTheDeadlineEndsWithItsRetryAfter(t *testing.T) {
+// A counted request answered 429 with a Retry-After ends at that answer
+// with ErrThrottled, whatever its deadline, and RetryAfter gives the
+// server's Retry-After (capped at MaxRetryAfter); it is not reported. A
+// 429 without Retry-After, or to an exempt or unreported request, goes to
+// the client (nil).
+func TestA429EndsACountedRequestWithItsRetryAfter(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
+		class      Class
 		deadline   time.Duration // 0: none
 		retryAfter time.Duration
 		want       time.Duration // 0: nil, the answer goes to the client
 	}{
-		{"fits", 10 * time.Second, time.Second, 0},
-		{"ends at the deadline", 2 * time.Second, 2 * time.Second, 2 * time.Second},
-		{"outlasts", 500 * time.Millisecond, time.Second, time.Second},
-		{"outlasts, capped", 10 * time.Second, time.Hour, MaxRetryAfter},
-		{"no Retry-After", 500 * time.Millisecond, 0, 0},
-		{"no deadline", 0, time.Second, 0},
+		{"read, deadline far past the Retry-After", Counted, 10 * time.Second, time.Second, time.Second},
+		{"read, no deadline", Counted, 0, time.Second, time.Second},
+		{"read, Retry-After past the deadline", Counted, 500 * time.Millisecond, 2 * time.Second, 2 * time.Second},
+		{"write", CountedWrite, 10 * time.Second, 3 * time.Second, 3 * time.Second},
+		{"capped", Counted, 10 * time.Second, time.Hour, MaxRetryAfter},
+		{"no Retry-After", Counted, 10 * time.Second, 0, 0},
+		{"exempt (an informer's list)", Exempt, 0, time.Second, 0},
+		{"unreported (a probe)", Unreported, 0, time.Second, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -71,7 +72,7 @@ func TestA429PastTheDeadlineEndsWithItsRetryAfter(t *testing.T) {
 					ctx, cancel = context.WithTimeout(ctx, tc.deadline)
 					defer cancel()
 				}
-				_, f, err := g.Begin(ctx, Counted)
+				_, f, err := g.Begin(ctx, tc.class)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -93,16 +94,16 @@ func TestA429PastTheDeadlineEndsWithItsRetryAfter(t *testing.T) {
 	}
 }
 
-// With passive health off (no Report: Cluster API's drop-in), a 429 is
-// its client's alone, even past the request's deadline.
+// With passive health off (no Report: Cluster API's drop-in), a counted
+// request's 429 is its client's alone.
 func TestA429IsTheClientsWithPassiveHealthOff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := New(Settings{Cluster: "c", MaxFirstByte: 10 * time.Second})
 		g.Live()
-		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_, f, _ := g.Begin(ctx, Counted)
-		if err := f.Throttle(2 * time.Second); err != nil {
+		if err := f.Throttle(time.Second); err != nil {
 			t.Fatalf("passive health off: %v, want nil", err)
 		}
 		f.End(nil)
