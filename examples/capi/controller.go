@@ -69,6 +69,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	start = time.Now()
 	nodes, err := r.work(ctx, wc)
 	r.Stats.request(req.NamespacedName, time.Since(start))
+	if errors.Is(err, kube.ErrThrottled) {
+		// Back-pressure, not a failure: the cluster works and asked for
+		// fewer requests. The condition stays as it is; back after its
+		// Retry-After.
+		return kube.Requeue(err)
+	}
 	if err != nil {
 		// No Report: the cluster's transport reported the failure itself
 		// (passive health, kube.RequestOptions).
