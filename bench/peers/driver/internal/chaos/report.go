@@ -49,6 +49,7 @@ func writeChaos(out io.Writer, rep chaosReport) error {
 			b.WriteString(row + "\n")
 		}
 	}
+	writeGray(&b, rep.Results)
 	b.WriteString("\n| verdict |")
 	for _, r := range rep.Results {
 		b.WriteString(" " + cacheTitle(r.Cache) + " |")
@@ -119,6 +120,9 @@ func verdictRows() []verdictRow {
 		{"crossed: Nodes read through another cluster's client; Machines whose nodeRef names another cluster's Node", func(r chaosResult) string { return fmt.Sprint(len(r.Verdicts.Crossed)) }},
 		{"hung: calls past their timeout; panics; crashes", func(r chaosResult) string {
 			return fmt.Sprintf("%d; %d; %d", len(r.Verdicts.Hung), r.Verdicts.Panics, len(r.Verdicts.Crashes))
+		}},
+		{"cut off: throttled or 20 %-error Clusters disconnected more than once per 5 min of fault", func(r chaosResult) string {
+			return countOrList(r.Verdicts.CutOff)
 		}},
 		{"faults that failed to apply", func(r chaosResult) string {
 			n := 0
