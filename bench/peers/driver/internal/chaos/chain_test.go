@@ -84,68 +84,74 @@ func (rig *chainRig) get(t *testing.T, n int) (codes []int, retryAfter []string)
 // HTTP answer of the gray proxy's).
 func TestProxyChain(t *testing.T) {
 	rig := newChainRig(t)
-	const n = 20
-	check := func(name string, codes []int, want func(int) bool) {
-		t.Helper()
-		for i, c := range codes {
-			if !want(c) {
-				t.Fatalf("%s: request %d answered %d (all: %v)", name, i, c, codes)
-			}
-		}
+	rig.pass(t, "no fault")
+	rig.set(t, fleet.GraySlow)
+	rig.pass(t, "slow")
+	if c := rig.g.Counts(grayproxy.Slow); c.Slowed != chainRequests {
+		t.Fatalf("slow: %d answers held, want %d", c.Slowed, chainRequests)
 	}
-	pass := func(name string) {
-		t.Helper()
-		before := rig.reached.Load()
-		codes, _ := rig.get(t, n)
-		check(name, codes, func(c int) bool { return c == http.StatusOK })
-		if got := rig.reached.Load() - before; got != n {
-			t.Fatalf("%s: %d of %d requests reached the apiserver with the token", name, got, n)
-		}
+	rig.set(t, fleet.GrayErrors60)
+	codes, _ := rig.get(t, chainRequests)
+	checkCodes(t, "errors-60", codes, func(c int) bool { return c == http.StatusOK || c == 500 || c == 503 })
+	if failed, run := failures(codes, http.StatusOK); failed < chainRequests*6/10-2 || failed > chainRequests*6/10+2 || run >= 3 {
+		t.Fatalf("errors-60: %d of %d failed, %d in a row (%v)", failed, chainRequests, run, codes)
 	}
-	pass("no fault")
-
-	set := func(class fleet.GrayClass) {
-		t.Helper()
-		if err := rig.g.Set(fleet.DefaultGrayFaults.Of(class, 1)); err != nil {
-			t.Fatal(err)
-		}
+	rig.set(t, fleet.GrayThrottled)
+	codes, ra := rig.get(t, chainRequests)
+	checkCodes(t, "throttled", codes, func(c int) bool { return c == http.StatusOK || c == http.StatusTooManyRequests })
+	if throttled, _ := failures(codes, http.StatusOK); throttled < chainRequests/2-2 || throttled > chainRequests/2+2 {
+		t.Fatalf("throttled: %d of %d answered 429 (%v)", throttled, chainRequests, codes)
 	}
-	set(fleet.GraySlow)
-	pass("slow")
-	if c := rig.g.Counts(grayproxy.Slow); c.Slowed != n {
-		t.Fatalf("slow: %d answers held, want %d", c.Slowed, n)
-	}
-
-	set(fleet.GrayErrors60)
-	codes, _ := rig.get(t, n)
-	check("errors-60", codes, func(c int) bool { return c == http.StatusOK || c == 500 || c == 503 })
-	if failed, run := failures(codes, http.StatusOK); failed < n*6/10-2 || failed > n*6/10+2 || run >= 3 {
-		t.Fatalf("errors-60: %d of %d failed, %d in a row (%v)", failed, n, run, codes)
-	}
-
-	set(fleet.GrayThrottled)
-	codes, ra := rig.get(t, n)
 	for i, c := range codes {
 		if c == http.StatusTooManyRequests && ra[i] != "1" {
 			t.Fatalf("throttled: a 429 with Retry-After %q", ra[i])
 		}
 	}
-	if throttled, _ := failures(codes, http.StatusOK); throttled < n/2-2 || throttled > n/2+2 {
-		t.Fatalf("throttled: %d of %d answered 429 (%v)", throttled, n, codes)
-	}
-
-	set("")
-	pass("gray fault undone")
+	rig.set(t, "")
+	rig.pass(t, "gray fault undone")
 
 	received := rig.g.Total().Received()
 	rig.fp.SetMode(faultproxy.Reset)
 	codes, _ = rig.get(t, 3)
-	check("reset", codes, func(c int) bool { return c == 0 })
+	checkCodes(t, "reset", codes, func(c int) bool { return c == 0 })
 	if got := rig.g.Total().Received(); got != received {
 		t.Fatalf("reset: the gray proxy received %d requests, want none", got-received)
 	}
 	rig.fp.SetMode(faultproxy.Pass)
-	pass("reset undone")
+	rig.pass(t, "reset undone")
+}
+
+// chainRequests is how many requests each step of TestProxyChain sends.
+const chainRequests = 20
+
+// set puts the rig's gray proxy in class's fault ("": pass).
+func (rig *chainRig) set(t *testing.T, class fleet.GrayClass) {
+	t.Helper()
+	if err := rig.g.Set(fleet.DefaultGrayFaults.Of(class, 1)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pass checks that every request is answered 200 and reaches the
+// apiserver with the token.
+func (rig *chainRig) pass(t *testing.T, name string) {
+	t.Helper()
+	before := rig.reached.Load()
+	codes, _ := rig.get(t, chainRequests)
+	checkCodes(t, name, codes, func(c int) bool { return c == http.StatusOK })
+	if got := rig.reached.Load() - before; got != chainRequests {
+		t.Fatalf("%s: %d of %d requests reached the apiserver with the token", name, got, chainRequests)
+	}
+}
+
+// checkCodes fails unless want holds for every code.
+func checkCodes(t *testing.T, name string, codes []int, want func(int) bool) {
+	t.Helper()
+	for i, c := range codes {
+		if !want(c) {
+			t.Fatalf("%s: request %d answered %d (all: %v)", name, i, c, codes)
+		}
+	}
 }
 
 // failures counts the codes other than ok, and the longest run of them.
