@@ -108,3 +108,23 @@ func TestTraceCuts(t *testing.T) {
 		t.Fatalf("cuts %v, want c000 at 3 s, c001 at 4 s", got)
 	}
 }
+
+// The schedule draws every gray class, on a Cluster, and a 60 %-error
+// fault lasts at least foundWithin (a cache can find it while it is on).
+func TestGrayClassesScheduled(t *testing.T) {
+	s := chaosSchedule(5, 30, 3, time.Hour)
+	for _, class := range []string{faultSlow, faultErrors20, faultErrors60, faultThrottled} {
+		c, err := classOf(class)
+		if err != nil || !c.Gray || c.Apart || c.Target != targetCluster {
+			t.Fatalf("class %s: %+v, %v; want a gray class drawn on a Cluster", class, c, err)
+		}
+		if n := count(s, class); n < 2 {
+			t.Errorf("class %s drawn %d times in an hour", class, n)
+		}
+	}
+	for _, f := range s {
+		if f.Class == faultErrors60 && f.Length < foundWithin {
+			t.Errorf("fault %+v shorter than %s", f, foundWithin)
+		}
+	}
+}
