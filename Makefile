@@ -277,13 +277,14 @@ bench-rotation: envtest-assets
 	set -o pipefail; (cd bench && $(GO) run ./peers/driver -rotation -clusters 30 -objects 5 $(ROTATION_FLAGS) -json $(CURDIR)/bench/peers/results/rotation.json) | tee bench/peers/results/rotation.md
 
 ## chaos: an hour of overlapping faults (CHAOS_DURATION, default 60m; CHAOS_SEED, default 1)
-## on 100 Clusters over 4 workload apiservers behind fault proxies, with Cluster API v1.14.2's
+## on 100 Clusters over 4 workload apiservers behind fault and gray proxies (TCP, apiserver,
+## credential and issue 43's gray faults), with Cluster API v1.14.2's
 ## MachineHealthCheck and Machine reconcilers: the drop-in and the stock ClusterCache at once, one
 ## manager and management apiserver each, every fault on both (~65 min); the report lists where the
 ## drop-in is behind (10 % + 0.5 s). Writes bench/peers/results/chaos.{md,json,png} and chaos-samples.json (every time back); CHAOS_FLAGS adds
 ## driver flags (-chaos-pprof DIR keeps the manager's goroutine and heap profiles at the
 ## baseline and the end). chaos-short (.ci/run): 3 minutes, seed 1 (or CHAOS_SEED), the drop-in alone on 30
-## Clusters; fails if anything is stuck, leaked, crossed or hung. chaos-short-race: the same
+## Clusters; fails if anything is stuck, leaked, crossed, hung or cut off. chaos-short-race: the same
 ## with the manager built with -race (a data race ends it: a crash, which fails the run).
 CHAOS_SEED ?= 1
 CHAOS_DURATION ?= 60m

@@ -37,10 +37,10 @@ type chaosReport struct {
 }
 
 // chaosClassOrder is the fault rows' order, top to bottom (the driver's
-// registry, driver/chaos_classes.go); a class the run has that is not
+// registry, driver/internal/chaos/classes.go); a class the run has that is not
 // here gets a row below them (classRows).
 var chaosClassOrder = []string{"apiserver-stop", "apiserver-restart", "blackhole", "reset", "first-byte", "trickle",
-	"token-rotate", "cert-rotate", "secret-delete", "secret-garbage", "cluster-recreate", "cluster-add", "infra-flip",
+	"slow", "errors-20", "errors-60", "throttled", "token-rotate", "cert-rotate", "secret-delete", "secret-garbage", "cluster-recreate", "cluster-add", "infra-flip",
 	"mgmt-restart", "manager-kill"}
 
 // cacheColors are the chaos plot's lines.

@@ -59,7 +59,7 @@ func Register(fs *flag.FlagSet, sh *fleet.Shared) *Options {
 		dur = v
 	}
 	fs.BoolVar(&co.On, "chaos", false, "chaos run (make chaos): overlapping faults on the MachineHealthCheck fleet, the drop-in and the stock ClusterCache at once on one workload fleet; tables per fault class, where the drop-in is behind, and the stuck, leaked, crossed and hung verdicts")
-	fs.BoolVar(&co.Short, "chaos-short", false, "the CI chaos run (make chaos-short): 3 minutes, seed 1 (or -chaos-seed, $CHAOS_SEED), the drop-in only (unless -chaos-caches), 30 Clusters on 3 apiservers; exits non-zero if anything of the drop-in's is stuck, leaked, crossed or hung")
+	fs.BoolVar(&co.Short, "chaos-short", false, "the CI chaos run (make chaos-short): 3 minutes, seed 1 (or -chaos-seed, $CHAOS_SEED), the drop-in only (unless -chaos-caches), 30 Clusters on 3 apiservers; exits non-zero if anything of the drop-in's is stuck, leaked, crossed, hung or cut off")
 	fs.Uint64Var(&co.Seed, "chaos-seed", seed, "chaos run: the schedule's seed (default $CHAOS_SEED or 1)")
 	fs.DurationVar(&co.Duration, "chaos-duration", dur, "chaos run: how long faults start (default $CHAOS_DURATION or 60m)")
 	fs.IntVar(&co.Machines, "chaos-machines", 3, "chaos run: Machines (and Nodes) per Cluster")
@@ -287,8 +287,8 @@ func raceBuild(ctx context.Context, root, bin string) (string, error) {
 	return out, nil
 }
 
-// shortVerdict fails if the drop-in has anything stuck, leaked, crossed
-// or hung (what load cannot bend; time back is not judged). The stock
+// shortVerdict fails if the drop-in has anything stuck, leaked, crossed,
+// hung or cut off (what load cannot bend; time back is not judged). The stock
 // cache's verdicts, when it ran beside it, are reported, not judged.
 func shortVerdict(rep chaosReport) error {
 	var errs []error

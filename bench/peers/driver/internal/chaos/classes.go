@@ -6,7 +6,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
 	"github.com/clusterpool/clusterpool/internal/faultproxy"
+	"github.com/clusterpool/clusterpool/internal/grayproxy"
 )
 
 // The chaos run's fault classes (the registry, chaosClasses, says what
@@ -27,6 +29,10 @@ const (
 	faultInfraFlip        = "infra-flip"
 	faultMgmtRestart      = "mgmt-restart"
 	faultManagerKill      = "manager-kill"
+	faultSlow             = "slow"
+	faultErrors20         = "errors-20"
+	faultErrors60         = "errors-60"
+	faultThrottled        = "throttled"
 )
 
 // faultTarget is what a fault's Target indexes.
@@ -68,6 +74,9 @@ type faultClass struct {
 	// Apart: not drawn from the bag but placed once per run
 	// (chaosSchedule).
 	Apart bool
+	// Gray: a gray fault (the Cluster's gray proxies): judged also by
+	// grayTable.
+	Gray bool
 	// Apply applies the fault; Undo (nil: nothing to undo) undoes it
 	// Length later, whatever happened to the run's context.
 	Apply, Undo applyFunc
@@ -92,6 +101,16 @@ var chaosClasses = []faultClass{
 	proxyClass(faultFirstByte, faultproxy.FirstByte),
 	// The apiserver's bytes trickle; pass again.
 	proxyClass(faultTrickle, faultproxy.Trickle),
+	// The Cluster's gray proxies (every plane's) answer 10 times slower;
+	// they pass again. Then 20 % or 60 % of the requests answered 500 or
+	// 503 (at 60 %, never three in a row); then half of them 429 with
+	// Retry-After (fleet.DefaultGrayFaults, issue 43's classes). The
+	// 60 %-error fault lasts at least foundWithin, so that a cache can
+	// find it while it is on.
+	grayClass(faultSlow, fleet.GraySlow, 10*time.Second),
+	grayClass(faultErrors20, fleet.GrayErrors20, 10*time.Second),
+	grayClass(faultErrors60, fleet.GrayErrors60, foundWithin),
+	grayClass(faultThrottled, fleet.GrayThrottled, 10*time.Second),
 	// A new token in every plane's Secret; the old ones revoked.
 	{Name: faultTokenRotate, Min: 5 * time.Second, Max: 5 * time.Second, Target: targetCluster,
 		Apply: func(ctx context.Context, r *chaosRun, h faultHit) error { return r.cf.rotateToken(ctx, h.c) },
@@ -167,6 +186,24 @@ func proxyClass(name string, mode faultproxy.Mode) faultClass {
 		}
 	}
 	return faultClass{Name: name, Min: 10 * time.Second, Max: 60 * time.Second, Target: targetCluster, Apply: set(mode), Undo: set(faultproxy.Pass)}
+}
+
+// grayClass is the class that puts the Cluster's gray proxies (every
+// plane's) in class's fault for min to 60 s, then back to passing. Every
+// plane's proxy gets the same fault, its sequence (which requests fail,
+// 500 or 503) seeded by the fault's ID, so that each plane sees the same
+// sequence of answers.
+func grayClass(name string, class fleet.GrayClass, min time.Duration) faultClass {
+	set := func(off bool) applyFunc {
+		return func(ctx context.Context, r *chaosRun, h faultHit) error {
+			f := fleet.DefaultGrayFaults.Of(class, uint64(h.ID))
+			if off {
+				f = grayproxy.PassFault()
+			}
+			return onAll(ctx, r.cf.planes, func(_ context.Context, p *chaosPlane) error { return h.c.Grays[p.index].Set(f) })
+		}
+	}
+	return faultClass{Name: name, Min: min, Max: 60 * time.Second, Target: targetCluster, Gray: true, Apply: set(false), Undo: set(true)}
 }
 
 // signalAPIServer sends sig to the fault's workload apiserver.

@@ -40,6 +40,9 @@ type chaosVerdicts struct {
 	Hung    []protocol.HungCall `json:"hung"`
 	Panics  int                 `json:"panics"`
 	Crashes []string            `json:"crashes"`
+	// CutOff: throttled and 20 %-error clusters cut off while their fault
+	// was on, past issue 43's bar (grayStats.CutOff).
+	CutOff []string `json:"cut_off"`
 	// Restore: what failed bringing the fleet back to its first shape.
 	Restore string `json:"restore,omitempty"`
 }
@@ -66,6 +69,9 @@ func (v chaosVerdicts) violations() []string {
 	}
 	if len(v.Hung) > 0 {
 		out = append(out, fmt.Sprintf("hung: %d calls outlived their timeout, first %+v", len(v.Hung), v.Hung[0]))
+	}
+	for _, c := range v.CutOff {
+		out = append(out, "cut off: "+c)
 	}
 	if v.Restore != "" {
 		out = append(out, "the fleet could not be brought back to its first shape: "+v.Restore)
@@ -107,6 +113,8 @@ func (r *chaosRun) judge(ctx context.Context, s *chaosSide, restored time.Time, 
 	samples, interrupted := timeBack(res.Events, secs, r.cf.keysOf)
 	res.Samples = samples
 	res.Classes, res.PastBound = classTable(samples, interrupted, res.Bound, res.Events)
+	res.Gray = grayTable(res.Events, s.trace.cutsSince(r.t0))
+	res.Verdicts.CutOff = cutOffOf(res.Gray)
 	return res
 }
 

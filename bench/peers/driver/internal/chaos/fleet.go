@@ -3,7 +3,6 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"slices"
 	"strconv"
 	"sync"
@@ -17,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
-	"github.com/clusterpool/clusterpool/internal/envtestutil"
 	"github.com/clusterpool/clusterpool/internal/faultproxy"
+	"github.com/clusterpool/clusterpool/internal/grayproxy"
 )
 
 // The marks the capi peer's -chaos checks read (bench/peers/capi's
@@ -40,6 +39,7 @@ type chaosCluster struct {
 	Home        int // workload apiserver
 	Incarnation int
 	Proxies     []*faultproxy.Proxy // per plane; set before the cluster is registered, never changed
+	Grays       []*grayproxy.Proxy  // per plane, behind Proxies (chain.go); likewise
 	Kubeconfigs [][]byte            // per plane: what its Secret holds when not faulted
 	TokenGen    int
 	Live        bool
@@ -49,11 +49,13 @@ type chaosCluster struct {
 // chaos run changes: it creates them itself on every plane (Nodes marked
 // once, on the shared workload apiserver; tokens from auth), and keeps the
 // proxies of deleted incarnations (retired, per plane) to check that
-// nothing stays connected.
+// nothing stays connected. Each Cluster is reached through a chain of
+// proxies per plane (chain.go): trust is the gray proxies'.
 type chaosFleet struct {
 	*fleet.Fleet // its Workload and envs[1:] are the shared workload apiservers
 	planes       []*chaosPlane
 	auth         *fleet.Authenticator
+	trust        *fleet.GrayTrust
 	machines     int
 	// workload are clients of the workload apiservers (10 s timeout).
 	workload []client.Client
@@ -61,12 +63,17 @@ type chaosFleet struct {
 	mu       sync.Mutex
 	clusters []*chaosCluster
 	retired  []map[string][]*faultproxy.Proxy // per plane, by Cluster name
+	grays    []*grayproxy.Proxy               // behind the retired ones, to close at the end (Close is idempotent)
 	userMu   []sync.Mutex                     // envtest's AddUser, per workload apiserver
 }
 
 // newChaosFleet wraps f (started without Clusters) and the planes.
 func newChaosFleet(f *fleet.Fleet, planes []*chaosPlane, auth *fleet.Authenticator, machines int) (*chaosFleet, error) {
-	cf := &chaosFleet{Fleet: f, planes: planes, auth: auth, machines: machines,
+	trust, err := f.NewGrayTrust()
+	if err != nil {
+		return nil, err
+	}
+	cf := &chaosFleet{Fleet: f, planes: planes, auth: auth, trust: trust, machines: machines,
 		retired: make([]map[string][]*faultproxy.Proxy, len(planes)), userMu: make([]sync.Mutex, len(f.Workload))}
 	for i := range cf.retired {
 		cf.retired[i] = map[string][]*faultproxy.Proxy{}
@@ -118,22 +125,18 @@ func (cf *chaosFleet) liveWhere(keep func(*chaosCluster) bool) []string {
 
 // create creates cluster i (name cNNN) on workload apiserver home, as
 // incarnation inc: its marked Nodes (once, on the shared workload
-// apiserver), then on every plane at once its proxy's Secret (a token),
+// apiserver), a proxy chain per plane (chain.go), then on every plane at
+// once its Secret (a token, through the plane's chain),
 // its Cluster, BenchMachines, Machines and MachineHealthCheck (the last
 // three only if missing).
 func (cf *chaosFleet) create(ctx context.Context, i, home, inc int) error {
 	name := fmt.Sprintf("c%03d", i)
-	u, err := url.Parse(cf.Workload[home].Host)
-	if err != nil {
-		return err
-	}
-	c := &chaosCluster{Name: name, Home: home, Incarnation: inc,
-		Proxies: make([]*faultproxy.Proxy, len(cf.planes)), Kubeconfigs: make([][]byte, len(cf.planes))}
+	c := &chaosCluster{Name: name, Home: home, Incarnation: inc, Proxies: make([]*faultproxy.Proxy, len(cf.planes)),
+		Grays: make([]*grayproxy.Proxy, len(cf.planes)), Kubeconfigs: make([][]byte, len(cf.planes))}
 	for j := range c.Proxies {
-		if c.Proxies[j], err = faultproxy.New(u.Host); err != nil {
-			for _, p := range c.Proxies[:j] {
-				p.Close()
-			}
+		var err error
+		if c.Proxies[j], c.Grays[j], err = newChain(cf.Fleet, cf.trust, home); err != nil {
+			c.closeProxies()
 			return err
 		}
 	}
@@ -154,7 +157,7 @@ func (cf *chaosFleet) create(ctx context.Context, i, home, inc int) error {
 	if err := cf.rotateToken(ctx, c); err != nil {
 		return err
 	}
-	err = onAll(ctx, cf.planes, func(ctx context.Context, p *chaosPlane) error {
+	err := onAll(ctx, cf.planes, func(ctx context.Context, p *chaosPlane) error {
 		err := retry(ctx, func(ctx context.Context) error { return p.createCluster(ctx, name, c.Proxies[p.index].Addr(), inc) })
 		if err == nil {
 			err = p.createMachines(ctx, name, cf.machines)
@@ -216,7 +219,7 @@ func (cf *chaosFleet) rotateToken(ctx context.Context, c *chaosCluster) error {
 	cf.mu.Unlock()
 	return onAll(ctx, cf.planes, func(ctx context.Context, p *chaosPlane) error {
 		id := fleet.Identity{Peer: p.cache, Cluster: c.Name, Gen: gen}
-		kc, err := envtestutil.Kubeconfig(cf.Workload[c.Home], c.Proxies[p.index].Addr(), cf.auth.Issue(id))
+		kc, err := chainKubeconfig(c.Proxies[p.index], c.Grays[p.index], cf.Workload[c.Home], cf.auth.Issue(id))
 		if err != nil {
 			return err
 		}
@@ -255,7 +258,7 @@ func (cf *chaosFleet) rotateCert(ctx context.Context, c *chaosCluster) error {
 		return fmt.Errorf("new client certificate for %s: %w", c.Name, err)
 	}
 	return onAll(ctx, cf.planes, func(ctx context.Context, p *chaosPlane) error {
-		kc, err := envtestutil.Kubeconfig(u.Config(), c.Proxies[p.index].Addr(), "")
+		kc, err := chainKubeconfig(c.Proxies[p.index], c.Grays[p.index], u.Config(), "")
 		if err != nil {
 			return err
 		}
@@ -283,6 +286,7 @@ func (cf *chaosFleet) remove(ctx context.Context, c *chaosCluster, all bool) err
 	for j, p := range c.Proxies {
 		cf.retired[j][c.Name] = append(cf.retired[j][c.Name], p)
 	}
+	cf.grays = append(cf.grays, c.Grays...)
 	cf.mu.Unlock()
 	machines := cf.machinesOf([]string{c.Name})
 	return onAll(ctx, cf.planes, func(ctx context.Context, p *chaosPlane) error {
@@ -338,12 +342,24 @@ func (cf *chaosFleet) closeProxies() {
 			}
 		}
 	}
+	for _, g := range cf.grays {
+		g.Close()
+	}
 	for _, c := range cf.clusters {
-		if c == nil {
-			continue
+		if c != nil {
+			c.closeProxies()
 		}
-		for _, p := range c.Proxies {
-			p.Close()
+	}
+}
+
+// closeProxies closes c's proxies (those it has).
+func (c *chaosCluster) closeProxies() {
+	for j := range c.Proxies {
+		if c.Proxies[j] != nil {
+			c.Proxies[j].Close()
+		}
+		if c.Grays[j] != nil {
+			c.Grays[j].Close()
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/clusterpool/clusterpool/bench/peers/driver/internal/fleet"
 	"github.com/clusterpool/clusterpool/internal/faultproxy"
+	"github.com/clusterpool/clusterpool/internal/grayproxy"
 )
 
 // namedPlane is a plane for onAll's tests.
@@ -69,22 +70,24 @@ func TestOnAllNamesTheFailedPlanes(t *testing.T) {
 }
 
 // twoPlaneRun is a run on two planes whose management apiservers are fake
-// clients holding c000's and c001's Secrets; each Cluster has a proxy per
-// plane (real, on 127.0.0.1, passing to nothing).
+// clients holding c000's and c001's Secrets; each Cluster has a proxy
+// chain per plane (real, on 127.0.0.1, passing to nothing).
 func twoPlaneRun(t *testing.T) (*chaosRun, []client.Client) {
 	t.Helper()
+	f := &fleet.Fleet{Workload: []*rest.Config{{Host: "https://127.0.0.1:1"}}}
+	trust := testTrust(t, 1)
 	var planes []*chaosPlane
 	var clients []client.Client
 	clusters := []*chaosCluster{{Name: "c000", Live: true, TokenGen: 1}, {Name: "c001", Live: true, TokenGen: 1}}
 	for i, cache := range []string{"adapter", "stock"} {
 		var secrets []client.Object
 		for _, c := range clusters {
-			px, err := faultproxy.New("127.0.0.1:1")
+			px, g, err := newChain(f, trust, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { px.Close() })
-			c.Proxies = append(c.Proxies, px)
+			t.Cleanup(func() { px.Close(); g.Close() })
+			c.Proxies, c.Grays = append(c.Proxies, px), append(c.Grays, g)
 			kc := []byte(cache + "'s kubeconfig of " + c.Name)
 			c.Kubeconfigs = append(c.Kubeconfigs, kc)
 			secrets = append(secrets, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fleet.Namespace, Name: c.Name + "-kubeconfig"},
@@ -94,7 +97,7 @@ func twoPlaneRun(t *testing.T) (*chaosRun, []client.Client) {
 		clients = append(clients, cl)
 		planes = append(planes, &chaosPlane{cache: cache, index: i, mgmt: cl})
 	}
-	cf := &chaosFleet{Fleet: &fleet.Fleet{Workload: []*rest.Config{{Host: "https://127.0.0.1:1"}}}, planes: planes, clusters: clusters,
+	cf := &chaosFleet{Fleet: f, trust: trust, planes: planes, clusters: clusters,
 		auth: &fleet.Authenticator{Valid: map[string]fleet.Identity{}, Revoked: map[string]fleet.Identity{}}, machines: 1}
 	return &chaosRun{cf: cf}, clients
 }
@@ -102,9 +105,7 @@ func twoPlaneRun(t *testing.T) (*chaosRun, []client.Client) {
 // closeProxies closes r's proxies.
 func closeProxies(r *chaosRun) {
 	for _, c := range r.cf.clusters {
-		for _, p := range c.Proxies {
-			p.Close()
-		}
+		c.closeProxies()
 	}
 }
 
@@ -130,6 +131,7 @@ func TestPlayAppliesEachFaultToEveryPlane(t *testing.T) {
 			{ID: 0, Class: faultBlackhole, At: 0, Length: 30 * time.Second, Target: 0},
 			{ID: 1, Class: faultSecretDelete, At: 10 * time.Second, Length: 20 * time.Second, Target: 1},
 			{ID: 2, Class: faultSecretGarbage, At: 40 * time.Second, Length: 5 * time.Second, Target: 0},
+			{ID: 3, Class: faultErrors60, At: 50 * time.Second, Length: 10 * time.Second, Target: 1},
 		}
 		r.t0 = time.Now()
 		done := make(chan struct{})
@@ -163,10 +165,23 @@ func TestPlayAppliesEachFaultToEveryPlane(t *testing.T) {
 				t.Errorf("at 42 s, plane %d: c000's Secret %q, want garbage", i, v)
 			}
 		}
+		at(55 * time.Second)
+		want := fleet.DefaultGrayFaults.Of(fleet.GrayErrors60, 3)
+		for i := range clients {
+			if f := c1.Grays[i].Fault(); f != want {
+				t.Errorf("at 55 s, plane %d: c001's gray proxy %+v, want %+v (the same sequence on every plane)", i, f, want)
+			}
+			if f := c0.Grays[i].Fault(); f != grayproxy.PassFault() {
+				t.Errorf("at 55 s, plane %d: c000's gray proxy %+v, want pass", i, f)
+			}
+		}
 		<-done
 		for i, cl := range clients {
 			if v := secretOf(t, cl, "c000"); v != string(c0.Kubeconfigs[i]) {
 				t.Errorf("at the end, plane %d: c000's Secret %q, want its own kubeconfig back", i, v)
+			}
+			if f := c1.Grays[i].Fault(); f != grayproxy.PassFault() {
+				t.Errorf("at the end, plane %d: c001's gray proxy %+v, want pass", i, f)
 			}
 		}
 		checkEvents(t, r)
@@ -235,4 +250,15 @@ func TestTokenRotateOnEveryPlane(t *testing.T) {
 			t.Errorf("%+v revoked %v, want %v", id, revoked, want)
 		}
 	}
+}
+
+// testTrust is a gray proxies' trust for k workload apiservers that ask
+// for no client certificate.
+func testTrust(t *testing.T, k int) *fleet.GrayTrust {
+	t.Helper()
+	ca, err := grayproxy.NewCA()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fleet.GrayTrust{CA: ca, ClientCAs: make([][]byte, k)}
 }

@@ -17,7 +17,7 @@ func writeChaos(out io.Writer, rep chaosReport) error {
 	fmt.Fprintf(&b, "Chaos run of %s (%s): %d Clusters on %d workload apiservers, %d Machines each; %d faults over %s, seed %d; %.0f s wall\n\n",
 		rep.Date, rep.Machine, rep.Clusters, rep.APIServers, o.Machines, len(rep.Schedule), time.Duration(o.Duration), o.Seed, rep.Wall)
 	if len(rep.Results) > 1 && !slices.ContainsFunc(rep.Results, func(r chaosResult) bool { return r.Note != "" }) {
-		b.WriteString("The caches ran at once, each in its own manager (Cluster API v1.14.2's MachineHealthCheck and Machine reconcilers) with a management apiserver of its own holding the same objects, on one workload fleet (the same apiservers; each Cluster with a fault proxy per cache); every fault was applied to all of them at the same instant.\n\n")
+		b.WriteString("The caches ran at once, each in its own manager (Cluster API v1.14.2's MachineHealthCheck and Machine reconcilers) with a management apiserver of its own holding the same objects, on one workload fleet (the same apiservers; each Cluster with a fault proxy and a gray proxy per cache); every fault was applied to all of them at the same instant.\n\n")
 	}
 	for _, r := range rep.Results {
 		fmt.Fprintf(&b, "- bound on time back, %s: %.0f s (%s)", cacheTitle(r.Cache), r.Bound.Seconds, r.Bound.Derived)
@@ -49,6 +49,7 @@ func writeChaos(out io.Writer, rep chaosReport) error {
 			b.WriteString(row + "\n")
 		}
 	}
+	writeGray(&b, rep.Results)
 	b.WriteString("\n| verdict |")
 	for _, r := range rep.Results {
 		b.WriteString(" " + cacheTitle(r.Cache) + " |")
@@ -119,6 +120,9 @@ func verdictRows() []verdictRow {
 		{"crossed: Nodes read through another cluster's client; Machines whose nodeRef names another cluster's Node", func(r chaosResult) string { return fmt.Sprint(len(r.Verdicts.Crossed)) }},
 		{"hung: calls past their timeout; panics; crashes", func(r chaosResult) string {
 			return fmt.Sprintf("%d; %d; %d", len(r.Verdicts.Hung), r.Verdicts.Panics, len(r.Verdicts.Crashes))
+		}},
+		{"cut off: throttled or 20 %-error Clusters disconnected more than once per 5 min of fault", func(r chaosResult) string {
+			return countOrList(r.Verdicts.CutOff)
 		}},
 		{"faults that failed to apply", func(r chaosResult) string {
 			n := 0

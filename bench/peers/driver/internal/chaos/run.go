@@ -26,14 +26,16 @@ type chaosSetup struct {
 type chaosResult struct {
 	Cache string `json:"cache"`
 	// Title names the cache in the report (cacheTitle).
-	Title     string        `json:"title,omitempty"`
-	Bound     chaosBound    `json:"bound"`
-	Events    []faultEvent  `json:"events"`
-	Classes   []classStats  `json:"classes"`
-	PastBound []pastBound   `json:"past_bound"`
-	Verdicts  chaosVerdicts `json:"verdicts"`
-	Points    []tracePoint  `json:"points"`
-	Warmup    float64       `json:"warmup_s"`
+	Title     string       `json:"title,omitempty"`
+	Bound     chaosBound   `json:"bound"`
+	Events    []faultEvent `json:"events"`
+	Classes   []classStats `json:"classes"`
+	PastBound []pastBound  `json:"past_bound"`
+	// Gray: the gray classes' figures (grayTable).
+	Gray     []grayStats   `json:"gray"`
+	Verdicts chaosVerdicts `json:"verdicts"`
+	Points   []tracePoint  `json:"points"`
+	Warmup   float64       `json:"warmup_s"`
 	// Samples is every time back the classes sum up, for finding why a
 	// slow one was slow (issue 44: pair them with the other cache's, and
 	// with the pool's spans). They go to a file of their own beside the

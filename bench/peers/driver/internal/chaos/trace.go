@@ -20,7 +20,10 @@ type tracePoint struct {
 // chaosTrace collects the peer's samples: who is connected, each
 // cluster's successful reconciles, crossings, hung calls, panics, full
 // samples; and the clusters waiting for a reconcile after a fault
-// (pending; the driver pokes their MachineHealthChecks).
+// (pending; the driver pokes their MachineHealthChecks); and when each
+// cluster was cut off (cuts: a sample that no longer showed it connected
+// after one that did; a cut shorter than the sample period can go
+// unseen).
 type chaosTrace struct {
 	mu        sync.Mutex
 	t0        time.Time
@@ -28,6 +31,7 @@ type chaosTrace struct {
 	connected map[string]bool
 	last      time.Time // the last sample's time
 	successes map[string][]time.Time
+	cuts      map[string][]time.Time
 	crossed   []protocol.Crossing
 	hung      []protocol.HungCall
 	panics    map[int]int // by process: its last count
@@ -39,7 +43,7 @@ type chaosTrace struct {
 
 func newChaosTrace(live func() []string) *chaosTrace {
 	return &chaosTrace{t0: time.Now(), connected: map[string]bool{}, successes: map[string][]time.Time{},
-		panics: map[int]int{}, pending: map[string]time.Time{}, live: live}
+		cuts: map[string][]time.Time{}, panics: map[int]int{}, pending: map[string]time.Time{}, live: live}
 }
 
 // collect reads samples until in closes.
@@ -56,9 +60,15 @@ func (tr *chaosTrace) add(s procSample) {
 	defer tr.mu.Unlock()
 	at := time.UnixMilli(s.UnixMs)
 	tr.last = at
+	was := tr.connected
 	tr.connected = map[string]bool{}
 	for _, c := range s.Connected {
 		tr.connected[c] = true
+	}
+	for c := range was {
+		if !tr.connected[c] {
+			tr.cuts[c] = append(tr.cuts[c], at)
+		}
 	}
 	n := 0
 	for _, c := range live {
@@ -167,4 +177,16 @@ func (tr *chaosTrace) snapshot() (points []tracePoint, successes map[string][]ti
 		panics += n
 	}
 	return slices.Clone(tr.points), successes, slices.Clone(tr.crossed), slices.Clone(tr.hung), panics
+}
+
+// cutsSince returns, per cluster, when it was cut off, in seconds since
+// t0, sorted.
+func (tr *chaosTrace) cutsSince(t0 time.Time) map[string][]float64 {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	out := map[string][]float64{}
+	for c, ts := range tr.cuts {
+		out[c] = secondsSince(t0, ts)
+	}
+	return out
 }

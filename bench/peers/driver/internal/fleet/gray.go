@@ -23,22 +23,14 @@ type Gray struct {
 	Proxies []*grayproxy.Proxy
 }
 
-// StartGray starts a grayproxy per Cluster of f (one CA for all, trusted
-// by the kubeconfigs; each workload apiserver's client CA, so that the
-// proxy accepts the admin certificate the kubeconfigs hold) and rewrites
-// every Cluster's kubeconfig Secret to point at it. The Cluster objects'
-// controlPlaneEndpoint still names the fault proxy: the peers of the gray
-// run read only the Secrets.
+// StartGray starts a grayproxy per Cluster of f (NewGrayTrust's CA and
+// client CAs) and rewrites every Cluster's kubeconfig Secret to point at
+// it. The Cluster objects' controlPlaneEndpoint still names the fault
+// proxy: the peers of the gray run read only the Secrets.
 func (f *Fleet) StartGray(ctx context.Context) (_ *Gray, err error) {
-	ca, err := grayproxy.NewCA()
+	trust, err := f.NewGrayTrust()
 	if err != nil {
 		return nil, err
-	}
-	cas := make([][]byte, len(f.Workload))
-	for k := range cas {
-		if cas[k], err = clientCA(f, k); err != nil {
-			return nil, err
-		}
 	}
 	g := &Gray{Proxies: make([]*grayproxy.Proxy, len(f.Names))}
 	defer func() {
@@ -47,13 +39,13 @@ func (f *Fleet) StartGray(ctx context.Context) (_ *Gray, err error) {
 		}
 	}()
 	for i, name := range f.Names {
-		target := f.Workload[i%len(f.Workload)]
-		p, err := grayproxy.New(grayproxy.Config{Target: target, ClientCAs: cas[i%len(f.Workload)], CA: ca})
+		k := i % len(f.Workload)
+		p, err := trust.Proxy(f, k)
 		if err != nil {
 			return nil, fmt.Errorf("cluster %s: %w", name, err)
 		}
 		g.Proxies[i] = p
-		kc, err := envtestutil.Kubeconfig(p.ClientConfig(target), "", "")
+		kc, err := envtestutil.Kubeconfig(p.ClientConfig(f.Workload[k]), "", "")
 		if err != nil {
 			return nil, err
 		}
@@ -62,6 +54,39 @@ func (f *Fleet) StartGray(ctx context.Context) (_ *Gray, err error) {
 		}
 	}
 	return g, nil
+}
+
+// GrayTrust is what a grayproxy in front of one of a fleet's workload
+// apiservers needs: CA signs every proxy's serving certificate (the
+// kubeconfigs that go through a proxy trust it, Proxy.ClientConfig), and
+// ClientCAs[k] is workload apiserver k's --client-ca-file, so that its
+// proxies accept the client certificates the kubeconfigs hold (the admin
+// certificate, certificates added per Cluster) and impersonate their
+// users; bearer tokens pass through.
+type GrayTrust struct {
+	CA        *grayproxy.CA
+	ClientCAs [][]byte
+}
+
+// NewGrayTrust makes a CA and reads every workload apiserver's client CA.
+func (f *Fleet) NewGrayTrust() (*GrayTrust, error) {
+	ca, err := grayproxy.NewCA()
+	if err != nil {
+		return nil, err
+	}
+	t := &GrayTrust{CA: ca, ClientCAs: make([][]byte, len(f.Workload))}
+	for k := range t.ClientCAs {
+		if t.ClientCAs[k], err = clientCA(f, k); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// Proxy starts a grayproxy, passing, in front of f's workload apiserver k
+// (whose admin credentials it impersonates certificate callers with).
+func (t *GrayTrust) Proxy(f *Fleet, k int) (*grayproxy.Proxy, error) {
+	return grayproxy.New(grayproxy.Config{Target: f.Workload[k], ClientCAs: t.ClientCAs[k], CA: t.CA})
 }
 
 // clientCA reads workload apiserver k's --client-ca-file.

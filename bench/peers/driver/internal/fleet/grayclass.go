@@ -43,6 +43,11 @@ type GrayFaults struct {
 	RetryAfter   time.Duration
 }
 
+// DefaultGrayFaults are the classes' settings unless a run's flags say
+// otherwise: 10 times slower; half the requests throttled, Retry-After
+// one second.
+var DefaultGrayFaults = GrayFaults{SlowFactor: 10, ThrottleRate: 0.5, RetryAfter: time.Second}
+
 // Of is class's fault, its sequence (which requests fail, 500 or 503)
 // drawn from seed; Pass for a healthy Cluster.
 func (g GrayFaults) Of(class GrayClass, seed uint64) grayproxy.Fault {

@@ -40,9 +40,9 @@ func registerGray(fs *flag.FlagSet) *GrayOptions {
 	fs.DurationVar(&g.Warmup, "gray-warmup", 15*time.Second, "gray run: every Cluster passes this long first")
 	fs.DurationVar(&g.For, "gray-for", 165*time.Second, "gray run: how long the faults are in force")
 	fs.Float64Var(&g.Fraction, "gray-fraction", 0.1, "gray run: fraction of the Clusters slow, at 40 % errors, and throttled (each); one more at 60 % and one at 20 % errors")
-	fs.Float64Var(&g.Faults.SlowFactor, "gray-slow-factor", 10, "gray run: a slow Cluster answers this many times slower than its apiserver")
-	fs.Float64Var(&g.Faults.ThrottleRate, "gray-throttle-rate", 0.5, "gray run: share of a throttled Cluster's requests answered 429")
-	fs.DurationVar(&g.Faults.RetryAfter, "gray-retry-after", time.Second, "gray run: the 429s' Retry-After")
+	fs.Float64Var(&g.Faults.SlowFactor, "gray-slow-factor", fleet.DefaultGrayFaults.SlowFactor, "gray run: a slow Cluster answers this many times slower than its apiserver")
+	fs.Float64Var(&g.Faults.ThrottleRate, "gray-throttle-rate", fleet.DefaultGrayFaults.ThrottleRate, "gray run: share of a throttled Cluster's requests answered 429")
+	fs.DurationVar(&g.Faults.RetryAfter, "gray-retry-after", fleet.DefaultGrayFaults.RetryAfter, "gray run: the 429s' Retry-After")
 	fs.DurationVar(&g.Sample, "gray-sample", 100*time.Millisecond, "gray run: how often the peer samples each gray Cluster's state")
 	return g
 }
