@@ -123,7 +123,16 @@
 //     GetClient, GetReader, GetUncachedClient, GetRESTConfig and Watch
 //     answer ErrClusterNotConnected (and pool.ErrRemoved) once the
 //     manager's cache holds the new Cluster, rather than hand a reconcile
-//     of it the deleted one's client (kube.Admission.Current).
+//     of it the deleted one's client (kube.Admission.Current). The new
+//     Cluster's dials read its kubeconfig Secret from the apiserver (the
+//     manager's APIReader: one GET each), not from SecretClient, until
+//     SecretClient serves the Secret that read returned: a Secret cache
+//     that lags the Cluster informer (its watch broke, after a management
+//     apiserver restart say) would otherwise connect the new Cluster to
+//     the deleted one's machines, as Cluster API's does (it reads
+//     SecretClient). A Secret not created yet fails the dial, retried as
+//     any failed connect. Each Cluster's first connect after the manager
+//     starts, and every other connect, reads SecretClient.
 //   - Kubeconfig Secrets may not name local files (tokenFile,
 //     client-certificate, client-key, certificate-authority), and may not
 //     hold exec or auth-provider entries even outside the current context
