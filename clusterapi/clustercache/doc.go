@@ -17,8 +17,10 @@
 // A clusterpool Pool of workload-cluster clients (kube.NewPool), dialed by
 // a kube.Dialer reading kubeconfig Secrets through Options.SecretClient
 // (kube.SecretSource, under DefaultKubeconfigPolicy: what ClusterCache
-// connects with, but local files); an admission controller
-// named "clustercache" (kube.Admission) on the Cluster objects; the shared
+// connects with, but local files), and through the manager's APIReader
+// for a Cluster created again under its name (see below); an admission
+// controller named "clustercache" (kube.Admission) on the Cluster objects;
+// the shared
 // kube.Prober (GET /readyz every 10 s, 5 s timeout: Cluster API's cadence,
 // not clusterpool's, which lets live connections stand in for most
 // probes); a kube.SecretWatcher
@@ -46,7 +48,9 @@
 // no exporter runs.
 //
 // Options map as follows:
-//   - SecretClient reads the kubeconfig Secrets (required).
+//   - SecretClient reads the kubeconfig Secrets (required), but those of
+//     a Cluster created again under its name until it serves them (see
+//     below).
 //   - WatchFilterValue: the admission controller sees only Clusters with
 //     that cluster.x-k8s.io/watch-filter label (Cluster API's
 //     predicates.ResourceHasFilterLabel), so only they are connected and
