@@ -67,9 +67,8 @@ func NewDialer(src ConfigSource, opts DialerOptions) (*Dialer, error) {
 
 // Dial reads key's config (fresh for the first dials of a Cluster object
 // created again under key, see NeedsFreshConfig), checks that the cluster
-// answers /readyz
-// (switching to the in-cluster endpoint when InCluster finds this
-// controller's Pod in it), and builds an uncached client and, over it, a
+// answers /readyz (switching to the in-cluster endpoint when InCluster
+// finds this controller's Pod in it), and builds an uncached client and, over it, a
 // client reading through the cache. The cache's informers run until the
 // Cluster is stopped, not until ctx ends. Every goroutine it starts for
 // the cluster (its informers, its connections' readers) carries the pprof

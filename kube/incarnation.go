@@ -35,8 +35,8 @@ type freshConfigKey struct{}
 // NeedsFreshConfig reports whether ctx is that of a ConfigSource read for
 // a dial that must not be served from a cache: the dial of a Cluster
 // object whose name the Dialer dialed before for another object (another
-// UID, see DialerOptions.ObjectUID), before the source's cache has been
-// seen to serve the new object's kubeconfig. A ConfigSource that reads
+// UID, or one unknown: see DialerOptions.ObjectUID), before the source's
+// cache has been seen to serve the new object's kubeconfig. A ConfigSource that reads
 // through a cache reads from the apiserver then (SecretSource.Live); one
 // that has no cache may ignore it. After such a dial connects, the Dialer
 // reads the config once more with a context that does not carry the mark,
@@ -56,9 +56,10 @@ func NeedsFreshConfig(ctx context.Context) bool {
 // sync.Map, written by the dials alone, taking no lock of kube's.
 type incarnations struct{ uids sync.Map }
 
-// begin returns whether a dial of key for uid ("" unknown) must read its
-// config fresh, and the UID trusted now under key (to pass to trust). A
-// known uid is trusted if key has none yet.
+// begin returns the UID trusted now under key (to pass to trust), and
+// whether a dial of key for uid ("" unknown) must read its config fresh:
+// key has a trusted UID and it is not uid. A known uid becomes key's
+// trusted one if key has none yet.
 func (in *incarnations) begin(key client.ObjectKey, uid types.UID) (trusted types.UID, fresh bool) {
 	if uid == "" {
 		v, ok := in.uids.Load(key)
