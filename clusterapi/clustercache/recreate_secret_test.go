@@ -32,10 +32,10 @@ func TestRecreatedClusterIsNotDialedWithAStaleSecret(t *testing.T) {
 		secrets.Reader = o.SecretClient
 		o.SecretClient = secrets
 	})
+	oldSrv, newSrv := e.proxy(t, faultproxy.Pass), e.proxy(t, faultproxy.Pass) // closed after the manager stops
 	e.start(t, cc)
 	ctx := context.Background()
 	key := client.ObjectKey{Namespace: e.ns, Name: "a"}
-	oldSrv, newSrv := e.proxy(t, faultproxy.Pass), e.proxy(t, faultproxy.Pass)
 	if err := e.createCluster(ctx, key.Name, e.kubeconfig(t, oldSrv.Addr()), true); err != nil {
 		t.Fatal(err)
 	}
