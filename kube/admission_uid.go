@@ -22,7 +22,11 @@ import (
 //     as DialerOptions.ObjectUID, each dial records it in Cluster.UID;
 //   - cachedUIDs holds the UID of each object in the manager's cache,
 //     written before a reader can see the object;
-//   - Admission.Current compares a Cluster's UID with it.
+//   - Admission.Current compares a Cluster's UID with it;
+//   - the Dialer reads the config of a dial for a UID other than the one
+//     it last trusted its ConfigSource's cache for under that name fresh
+//     (NeedsFreshConfig, SecretSource.Live), so that the new Cluster is
+//     not dialed with the deleted one's Secret from a lagging cache.
 
 // UID returns the UID of the object admitted under key, or "" if key is
 // not admitted. Pass it as DialerOptions.ObjectUID. It takes no lock.

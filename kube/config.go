@@ -60,18 +60,37 @@ type SecretSource struct {
 	// second, burst 10), which spreads the first connects of many clusters
 	// over seconds (bench/peers/results/peers-runs.md).
 	Reader client.Reader
+	// Live, when set, reads the Secret instead of Reader when the read
+	// must not come from a cache (NeedsFreshConfig): the dials of a
+	// Cluster object created again under a name the Dialer dialed before
+	// for another object, until Reader serves the new Secret, since
+	// Reader's cache may still hold the deleted object's Secret, which
+	// names another cluster. It needs the Dialer's
+	// DialerOptions.ObjectUID (Admission.UID). Pass an uncached reader:
+	// the manager's GetAPIReader. Each such dial costs one GET; every
+	// other dial, endpoint check and rotation reads Reader. A Secret Live
+	// does not find fails the dial, as one Reader does not find does. nil
+	// reads every Secret through Reader: a re-created Cluster may then be
+	// dialed with its deleted predecessor's Secret while Reader's cache
+	// lags.
+	Live client.Reader
 	// Policy is what a kubeconfig may use beyond inline data; the zero
 	// value allows nothing (see KubeconfigPolicy).
 	Policy KubeconfigPolicy
 }
 
-// Config reads and parses key's kubeconfig Secret; revision is a digest of
-// the kubeconfig (see KubeconfigRevision), so that only a change of the
-// credentials, not of the Secret's labels, counts as a rotation.
+// Config reads and parses key's kubeconfig Secret, through Live if it is
+// set and ctx NeedsFreshConfig, else through Reader; revision is a digest
+// of the kubeconfig (see KubeconfigRevision), so that only a change of
+// the credentials, not of the Secret's labels, counts as a rotation.
 func (s SecretSource) Config(ctx context.Context, key client.ObjectKey) (*rest.Config, string, error) {
 	name := client.ObjectKey{Namespace: key.Namespace, Name: KubeconfigSecretName(key.Name)}
+	r := s.Reader
+	if s.Live != nil && NeedsFreshConfig(ctx) {
+		r = s.Live
+	}
 	var secret corev1.Secret
-	if err := s.Reader.Get(ctx, name, &secret); err != nil {
+	if err := r.Get(ctx, name, &secret); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, "", fmt.Errorf("kube: kubeconfig Secret %s not found: %w", name, err)
 		}

@@ -37,6 +37,9 @@ type Dialer struct {
 	// inCluster identifies this controller's Pod (InCluster); nil: never
 	// switch to the in-cluster endpoint.
 	inCluster *inClusterPod
+	// incarnations says which dials read their config fresh
+	// (NeedsFreshConfig).
+	incarnations incarnations
 }
 
 // NewDialer returns a Dialer reading configs from src, or an error matching
@@ -62,9 +65,10 @@ func NewDialer(src ConfigSource, opts DialerOptions) (*Dialer, error) {
 	return d, nil
 }
 
-// Dial reads key's config, checks that the cluster answers /readyz
-// (switching to the in-cluster endpoint when InCluster finds this
-// controller's Pod in it), and builds an uncached client and, over it, a
+// Dial reads key's config (fresh for the first dials of a Cluster object
+// created again under key, see NeedsFreshConfig), checks that the cluster
+// answers /readyz (switching to the in-cluster endpoint when InCluster
+// finds this controller's Pod in it), and builds an uncached client and, over it, a
 // client reading through the cache. The cache's informers run until the
 // Cluster is stopped, not until ctx ends. Every goroutine it starts for
 // the cluster (its informers, its connections' readers) carries the pprof
@@ -86,7 +90,8 @@ func (d *Dialer) dial(ctx context.Context, key client.ObjectKey) (*Cluster, erro
 	if d.opts.ObjectUID != nil {
 		uid = d.opts.ObjectUID(key)
 	}
-	srcCfg, rev, err := d.src.Config(ctx, key)
+	trusted, fresh := d.incarnations.begin(key, uid) // see incarnation.go
+	srcCfg, rev, err := d.src.Config(freshIf(ctx, fresh), key)
 	if err != nil {
 		return nil, err
 	}
@@ -121,6 +126,9 @@ func (d *Dialer) dial(ctx context.Context, key client.ObjectKey) (*Cluster, erro
 	}
 	if l.guard != nil {
 		l.guard.Live() // from now on outcomes feed the breaker; the dial's own did
+	}
+	if fresh {
+		d.settle(ctx, key, trusted, uid, rev)
 	}
 	log.V(1).Info("connected", "revision", rev)
 	return c, nil

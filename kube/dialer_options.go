@@ -140,8 +140,13 @@ type DialerOptions struct {
 	// ObjectUID, if set, returns the UID of the object a dial is for
 	// (Admission.UID), read when the dial begins and kept in Cluster.UID,
 	// so that Admission.Current can tell a client dialed for a deleted
-	// Cluster from one for the Cluster now under its name. It runs on the
-	// dial's goroutine; "" means unknown. nil records no UID.
+	// Cluster from one for the Cluster now under its name, and so that
+	// the dials of an object other than the one whose config the
+	// ConfigSource's cache was last trusted to serve under its name read
+	// it fresh (NeedsFreshConfig, SecretSource.Live). It runs on the
+	// dial's goroutine; "" means unknown (a name dialed before for a known
+	// UID then reads fresh too). nil records no UID and reads nothing
+	// fresh.
 	ObjectUID func(key client.ObjectKey) types.UID
 }
 

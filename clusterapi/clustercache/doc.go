@@ -17,8 +17,10 @@
 // A clusterpool Pool of workload-cluster clients (kube.NewPool), dialed by
 // a kube.Dialer reading kubeconfig Secrets through Options.SecretClient
 // (kube.SecretSource, under DefaultKubeconfigPolicy: what ClusterCache
-// connects with, but local files); an admission controller
-// named "clustercache" (kube.Admission) on the Cluster objects; the shared
+// connects with, but local files), and through the manager's APIReader
+// for a Cluster created again under its name (see below); an admission
+// controller named "clustercache" (kube.Admission) on the Cluster objects;
+// the shared
 // kube.Prober (GET /readyz every 10 s, 5 s timeout: Cluster API's cadence,
 // not clusterpool's, which lets live connections stand in for most
 // probes); a kube.SecretWatcher
@@ -46,7 +48,9 @@
 // no exporter runs.
 //
 // Options map as follows:
-//   - SecretClient reads the kubeconfig Secrets (required).
+//   - SecretClient reads the kubeconfig Secrets (required), but those of
+//     a Cluster created again under its name until it serves them (see
+//     below).
 //   - WatchFilterValue: the admission controller sees only Clusters with
 //     that cluster.x-k8s.io/watch-filter label (Cluster API's
 //     predicates.ResourceHasFilterLabel), so only they are connected and
@@ -123,7 +127,16 @@
 //     GetClient, GetReader, GetUncachedClient, GetRESTConfig and Watch
 //     answer ErrClusterNotConnected (and pool.ErrRemoved) once the
 //     manager's cache holds the new Cluster, rather than hand a reconcile
-//     of it the deleted one's client (kube.Admission.Current).
+//     of it the deleted one's client (kube.Admission.Current). The new
+//     Cluster's dials read its kubeconfig Secret from the apiserver (the
+//     manager's APIReader: one GET each), not from SecretClient, until
+//     SecretClient serves the Secret that read returned: a Secret cache
+//     that lags the Cluster informer (its watch broke, after a management
+//     apiserver restart say) would otherwise connect the new Cluster to
+//     the deleted one's machines, as Cluster API's does (it reads
+//     SecretClient). A Secret not created yet fails the dial, retried as
+//     any failed connect. Each Cluster's first connect after the manager
+//     starts, and every other connect, reads SecretClient.
 //   - Kubeconfig Secrets may not name local files (tokenFile,
 //     client-certificate, client-key, certificate-authority), and may not
 //     hold exec or auth-provider entries even outside the current context

@@ -76,7 +76,11 @@ func SetupWithManagerAndPolicy(ctx context.Context, mgr manager.Manager, options
 	dopts := dialerOptions(mgr, options, log)
 	dopts.Requests.MeterProvider = tel.meter
 	dopts.ObjectUID = cc.admittedUID
-	d, err := kube.NewDialer(kube.SecretSource{Reader: options.SecretClient, Policy: policy}, dopts)
+	// The manager's live reader serves the dials of a Cluster created
+	// again under its name until SecretClient's cache catches up (see
+	// kube.NeedsFreshConfig).
+	src := kube.SecretSource{Reader: options.SecretClient, Live: mgr.GetAPIReader(), Policy: policy}
+	d, err := kube.NewDialer(src, dopts)
 	if err != nil {
 		return nil, fmt.Errorf("clustercache: %w", err)
 	}
