@@ -118,7 +118,15 @@ type revival struct {
 	failed int           // checks failed since the cluster was last connected or removed
 	every  time.Duration // ProberOptions.ReviveInterval
 	jitter float64       // in [-1, 1): the next delay's share of ±reviveJitter
+	// down is how long ago the cluster's client left the pool (negative:
+	// not connected since the reconciler started, or removed since), and
+	// window ProberOptions.ReviveWindow: a cluster is checked while
+	// 0 <= down <= window, the evidence that it was alive a moment ago.
+	down, window time.Duration
 }
+
+// recent reports whether the cluster was connected within the window.
+func (r revival) recent() bool { return r.down >= 0 && r.down <= r.window }
 
 // schedule is the probe schedule of a connected cluster: durations since
 // its dial (the liveness's origin).
@@ -246,7 +254,10 @@ const (
 )
 
 // decideRevive: an admitted cluster that is not connected and whose
-// breaker is open (no probe out) has its endpoint checked (inRevive); a
+// breaker is open (no probe out), connected at most ReviveWindow ago, has
+// its endpoint checked (inRevive); one never connected, or down for
+// longer, has no evidence of being alive a moment ago and is left to the
+// breaker's own probes, as ClusterCache leaves it to its retries; a
 // 200 from /readyz is evidence that a dial would succeed now, so the open
 // period ends and the half-open probe dials at once (actRetry: Pool.Probe,
 // no Connect: a cluster removed meanwhile is not brought back); any other
@@ -259,10 +270,14 @@ func decideRevive(v view) (action, time.Duration) {
 	switch {
 	case !v.present || v.connected || v.dialing || !v.revive.open:
 		return actNothing, 0
-	case v.in == inRevive:
+	case v.in == inRevive && v.revive.recent():
 		return actCheck, 0
+	case v.in == inRevive:
+		return actNothing, 0 // down too long, or never connected: the breaker's probes alone
 	case v.err == nil:
-		return actRetry, 0
+		return actRetry, 0 // a 200 is evidence, even one that came back after the window
+	case !v.revive.recent():
+		return actNothing, 0
 	}
 	r := v.revive
 	r.failed++

@@ -30,7 +30,11 @@ func TestDecideTable(t *testing.T) {
 	failed := errors.New("readyz: 503")
 	// open is a breaker open after `checks` failed endpoint checks, its
 	// ReviveInterval 1s; jittered, its next delay drawn at +1/2 of the jitter.
-	open := func(checks int) revival { return revival{open: true, failed: checks, every: s} }
+	// open: down 10s ago, within a ReviveWindow of 2m.
+	open := func(checks int) revival {
+		return revival{open: true, failed: checks, every: s, down: 10 * s, window: 120 * s}
+	}
+	downFor := func(d time.Duration) revival { r := open(1); r.down = d; return r }
 	jittered := open(1)
 	jittered.jitter = 0.5
 	closed := revival{every: s}
@@ -94,6 +98,11 @@ func TestDecideTable(t *testing.T) {
 		{"revive, dialing (probe out)", view{in: inRevive, present: true, dialing: true, revive: open(0)}, actNothing, 0},
 		{"revive, removed", view{in: inRevive, revive: open(0)}, actNothing, 0},
 		{"revive, closed", view{in: inRevive, present: true, revive: closed}, actNothing, 0},
+		// Only a cluster connected at most ReviveWindow ago: one never
+		// connected (down < 0) is left to the breaker's probes.
+		{"revive, never connected", view{in: inRevive, present: true, revive: downFor(-1)}, actNothing, 0},
+		{"revive, down for the window", view{in: inRevive, present: true, revive: downFor(120 * s)}, actCheck, 0},
+		{"revive, down longer than the window", view{in: inRevive, present: true, revive: downFor(121 * s)}, actNothing, 0},
 
 		// The check's outcome: 200 ends the open period (Probe, no Connect);
 		// a failure waits R, 2R, then 3R (the cap), ±20 %.
@@ -109,6 +118,8 @@ func TestDecideTable(t *testing.T) {
 		{"revived ok, removed meanwhile", view{in: inRevived, revive: open(0)}, actNothing, 0},
 		{"revived ok, closed meanwhile", view{in: inRevived, present: true, revive: closed}, actNothing, 0},
 		{"revived failed, closed meanwhile", view{in: inRevived, present: true, revive: closed, err: failed}, actNothing, 0},
+		{"revived ok, after the window", view{in: inRevived, present: true, revive: downFor(121 * s)}, actRetry, 0},
+		{"revived failed, after the window", view{in: inRevived, present: true, revive: downFor(121 * s), err: failed}, actNothing, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -21,6 +21,7 @@ const (
 	DefaultProbeConcurrency = 10
 	DefaultReadyzInterval   = 60 * time.Second
 	DefaultReviveInterval   = time.Second
+	DefaultReviveWindow     = 2 * time.Minute
 )
 
 // ProberOptions configures a Prober. Zero fields are the defaults.
@@ -45,6 +46,13 @@ type ProberOptions struct {
 	// is bounded by 2R or Timeout, whichever is shorter. Zero means 1s, or
 	// Interval if that is shorter; it must not exceed Interval.
 	ReviveInterval time.Duration
+	// ReviveWindow is how long after a cluster was last connected its open
+	// breaker is revived by endpoint checks. A cluster that has not been
+	// connected since the Prober started, or has been down for longer,
+	// has no evidence of being alive a moment ago: it waits for the pool's
+	// half-open probes, at most the breaker's MaxOpenTimeout apart, as a
+	// cluster of ClusterCache waits for its connect retries. Zero means 2m.
+	ReviveWindow time.Duration
 	// DisableRevive turns the endpoint checks off: a cluster whose breaker
 	// is open waits for the pool's half-open probe at the end of the open
 	// period.
@@ -81,7 +89,8 @@ type ProberOptions struct {
 // each of these choices.
 //
 // Revive: while the pool's latest event of an admitted cluster says its
-// breaker is open, the Prober checks the cluster's endpoint as a dial's
+// breaker is open, and for ReviveWindow after the cluster was last
+// connected, the Prober checks the cluster's endpoint as a dial's
 // first step does (its config read from the Dialer's ConfigSource, TCP,
 // TLS, GET /readyz with its credentials, on a connection of its own,
 // closed after), at the pace ReviveInterval sets. A 200 calls Pool.Probe:
@@ -117,7 +126,8 @@ func NewProber(p ClusterPool, opts ProberOptions) (*Prober, error) {
 	}
 	if err := opt.FirstNegative("ProberOptions.", opt.F("Interval", opts.Interval),
 		opt.F("Timeout", opts.Timeout), opt.F("Concurrency", opts.Concurrency),
-		opt.F("ReadyzInterval", opts.ReadyzInterval), opt.F("ReviveInterval", opts.ReviveInterval)); err != nil {
+		opt.F("ReadyzInterval", opts.ReadyzInterval), opt.F("ReviveInterval", opts.ReviveInterval),
+		opt.F("ReviveWindow", opts.ReviveWindow)); err != nil {
 		return nil, invalidOptions(err)
 	}
 	opt.Default(&opts.Interval, DefaultProbeInterval)
@@ -133,6 +143,7 @@ func NewProber(p ClusterPool, opts ProberOptions) (*Prober, error) {
 			opts.ReviveInterval, opts.Interval))
 	}
 	opt.Default(&opts.ReviveInterval, min(DefaultReviveInterval, opts.Interval))
+	opt.Default(&opts.ReviveWindow, DefaultReviveWindow)
 	pr := &Prober{pool: p, opts: opts}
 	if d := dialerOf(p); d != nil && !opts.DisableRevive {
 		pr.check = d.check

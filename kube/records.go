@@ -39,12 +39,18 @@ type clusterRecord struct {
 	checking bool
 	checked  bool
 	outcome  error
+	// up says the latest event told the cluster connected; down is when
+	// an event first told it not connected after one that told it
+	// connected (zero: not connected since, or removed). Revive checks
+	// only a cluster down for at most ProberOptions.ReviveWindow.
+	up   bool
+	down time.Time
 }
 
 // empty reports whether r holds nothing, so that it can be forgotten.
 func (r *clusterRecord) empty() bool {
 	return r.pending == nil && r.kept == nil && r.tick.IsZero() && r.retry.IsZero() && r.revive.IsZero() &&
-		r.brk == breaker.StateClosed && r.failed == 0 && !r.checking && !r.checked
+		r.brk == breaker.StateClosed && r.failed == 0 && !r.checking && !r.checked && !r.up && r.down.IsZero()
 }
 
 // records are the records of one reconciler's clusters under one lock. The
@@ -176,8 +182,9 @@ func (rs *records) takeDue(key client.ObjectKey, now time.Time) (d due, wait tim
 }
 
 // breakerEvent records the breaker's state ev tells (closed once the
-// cluster is connected or removed). An open breaker with no check
-// scheduled gets its next check after delay(failed), which
+// cluster is connected or removed) and when the cluster's client left the
+// pool. An open breaker of a cluster that was connected, with no check
+// scheduled, gets its next check after delay(failed), which
 // it returns (zero: none scheduled); a closed one forgets the failed
 // checks. A check scheduled stays: when it is due, decide sees the state.
 func (rs *records) breakerEvent(ev pool.Event[client.ObjectKey], now time.Time, delay func(failed int) time.Duration) (d time.Duration) {
@@ -187,9 +194,17 @@ func (rs *records) breakerEvent(ev pool.Event[client.ObjectKey], now time.Time, 
 			r.brk = breaker.StateClosed
 		}
 		switch {
+		case ev.Type == pool.Removed:
+			r.up, r.down = false, time.Time{}
+		case ev.Connected:
+			r.up, r.down = true, time.Time{}
+		case r.up:
+			r.up, r.down = false, now
+		}
+		switch {
 		case r.brk == breaker.StateClosed:
 			r.failed = 0
-		case r.brk == breaker.StateOpen && r.revive.IsZero():
+		case r.brk == breaker.StateOpen && r.revive.IsZero() && !r.down.IsZero():
 			d = delay(r.failed)
 			r.revive = now.Add(d)
 		}
@@ -198,12 +213,14 @@ func (rs *records) breakerEvent(ev pool.Event[client.ObjectKey], now time.Time, 
 }
 
 // revival returns what key's record says of its breaker: open (per the
-// latest event), half-open (its probe out), the checks failed since.
-func (rs *records) revival(key client.ObjectKey) (open, probing bool, failed int) {
+// latest event), half-open (its probe out), the checks failed since, and
+// when its client left the pool (zero: not connected since, see
+// clusterRecord.down).
+func (rs *records) revival(key client.ObjectKey) (open, probing bool, failed int, down time.Time) {
 	rs.with(key, func(r *clusterRecord) {
-		open, probing, failed = r.brk == breaker.StateOpen, r.brk == breaker.StateHalfOpen, r.failed
+		open, probing, failed, down = r.brk == breaker.StateOpen, r.brk == breaker.StateHalfOpen, r.failed, r.down
 	})
-	return open, probing, failed
+	return open, probing, failed, down
 }
 
 // startCheck marks a check of key in flight, unless one is: it reports

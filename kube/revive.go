@@ -16,7 +16,8 @@ import (
 // An open breaker waits out a period that grows with each failed half-open
 // probe (to the pool's MaxOpenTimeout), so a cluster that comes back early
 // in a long period would wait for the rest of it. While the pool's latest
-// event of an admitted cluster says its breaker is open, the Reconciler
+// event of an admitted cluster says its breaker is open, and for
+// ProberOptions.ReviveWindow after it was last connected, the Reconciler
 // checks the cluster's endpoint (decideRevive gives the schedule); a check
 // that gets 200 from /readyz calls Pool.Probe, whose half-open probe dials
 // at once (and connects the cluster), as the next probe would have done at
@@ -36,6 +37,7 @@ import (
 type reviver struct {
 	check   func(ctx context.Context, key client.ObjectKey) error
 	every   time.Duration  // ProberOptions.ReviveInterval
+	window  time.Duration  // ProberOptions.ReviveWindow
 	timeout time.Duration  // of one check: its context's
 	slots   chan struct{}  // one per check in flight
 	wg      sync.WaitGroup // the checks' goroutines
@@ -49,14 +51,22 @@ func newReviver(pr *Prober) *reviver {
 		return nil
 	}
 	o := pr.opts
-	return &reviver{check: pr.check, every: o.ReviveInterval, timeout: min(o.Timeout, 2*o.ReviveInterval),
+	return &reviver{check: pr.check, every: o.ReviveInterval, window: o.ReviveWindow, timeout: min(o.Timeout, 2*o.ReviveInterval),
 		slots: make(chan struct{}, max(1, o.Concurrency/2))}
 }
 
 // schedule is the revive schedule of a cluster whose breaker is open, with
-// failed checks failed, and a fresh jitter.
-func (rv *reviver) schedule(open bool, failed int) revival {
-	return revival{open: open, failed: failed, every: rv.every, jitter: rand.Float64()*2 - 1}
+// failed checks failed, down for down (see revival), and a fresh jitter.
+func (rv *reviver) schedule(open bool, failed int, down time.Duration) revival {
+	return revival{open: open, failed: failed, every: rv.every, jitter: rand.Float64()*2 - 1, down: down, window: rv.window}
+}
+
+// since is how long ago t was, or -1 for the zero t.
+func since(t, now time.Time) time.Duration {
+	if t.IsZero() {
+		return -1
+	}
+	return now.Sub(t)
 }
 
 // reviveEvent records the breaker's state ev tells and, for an open one,
@@ -66,7 +76,7 @@ func (l *loop) reviveEvent(ev pool.Event[client.ObjectKey]) {
 	if rv == nil {
 		return
 	}
-	first := func(failed int) time.Duration { return rv.schedule(true, failed).delay() }
+	first := func(failed int) time.Duration { return rv.schedule(true, failed, 0).delay() }
 	if d := l.recs.breakerEvent(ev, time.Now(), first); d > 0 {
 		l.q.AddAfter(ev.Key, d)
 	}
@@ -83,12 +93,12 @@ func (l *loop) revive(ctx context.Context, key client.ObjectKey) {
 	select {
 	case rv.slots <- struct{}{}:
 	default: // all checks are out: not this cluster's failure
-		l.checkAgain(key, rv.schedule(true, 0).delay(), false)
+		l.checkAgain(key, rv.schedule(true, 0, 0).delay(), false)
 		return
 	}
 	if !l.recs.startCheck(key) { // its last check has not returned
 		<-rv.slots
-		l.checkAgain(key, rv.schedule(true, 0).delay(), false)
+		l.checkAgain(key, rv.schedule(true, 0, 0).delay(), false)
 		return
 	}
 	cctx, cancel := context.WithTimeout(ctx, rv.timeout)
@@ -130,10 +140,10 @@ func (l *loop) checkAgain(key client.ObjectKey, d time.Duration, failed bool) {
 // reviveView is the view of key for in, with the check's outcome err
 // (inRevived). A cluster of a closed pool is no longer admitted.
 func (l *loop) reviveView(key client.ObjectKey, in input, err error) view {
-	open, probing, failed := l.recs.revival(key)
+	open, probing, failed, down := l.recs.revival(key)
 	_, connected := l.p.Peek(key)
 	return view{in: in, present: !l.rev.closed.Load() && l.admitted(key), connected: connected, dialing: probing,
-		revive: l.rev.schedule(open, failed), err: err}
+		revive: l.rev.schedule(open, failed, since(down, time.Now())), err: err}
 }
 
 // admitted reports whether key is admitted: by the Admission, else by the

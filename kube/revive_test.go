@@ -69,9 +69,17 @@ func (c *checker) times(key client.ObjectKey) []time.Duration {
 // with a Prober (Interval 10s, Timeout 5s, Concurrency as given:
 // ReviveInterval 1s, checks bounded by 2s, at most Concurrency/2 in
 // flight) whose endpoint check is c's, until the test's end.
+// Its ReviveWindow is 10m, longer than these tests wait.
 func reviveProber(t *testing.T, fp *fakePool, c *checker, concurrency int, admit func(client.ObjectKey) bool) {
 	t.Helper()
-	pr, err := NewProber(fp, ProberOptions{Interval: 10 * time.Second, Timeout: 5 * time.Second, Concurrency: concurrency})
+	reviveProberWith(t, fp, c, ProberOptions{Interval: 10 * time.Second, Timeout: 5 * time.Second, Concurrency: concurrency,
+		ReviveWindow: 10 * time.Minute}, admit)
+}
+
+// reviveProberWith is reviveProber with the Prober's options.
+func reviveProberWith(t *testing.T, fp *fakePool, c *checker, opts ProberOptions, admit func(client.ObjectKey) bool) {
+	t.Helper()
+	pr, err := NewProber(fp, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,6 +102,13 @@ func sendEvent(fp *fakePool, key client.ObjectKey, typ pool.EventType, brk break
 	fp.events <- pool.Event[client.ObjectKey]{Type: typ, Key: key, Time: time.Now(), Breaker: brk, Connected: connected}
 }
 
+// lose hands the reconciler the events of a cluster that was connected
+// and whose breaker opened: it lost its client now.
+func lose(fp *fakePool, key client.ObjectKey) {
+	sendEvent(fp, key, pool.Connected, breaker.StateClosed, true)
+	sendEvent(fp, key, pool.BreakerOpened, breaker.StateOpen, false)
+}
+
 var deadKey = client.ObjectKey{Namespace: "f", Name: "dead"}
 
 // A dead cluster (every check fails) whose breaker stays open is checked
@@ -104,7 +119,7 @@ func TestReviveBacksOffADeadCluster(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fp, c := newFakePool(), newChecker(errors.New("connection refused"))
 		reviveProber(t, fp, c, 10, nil)
-		sendEvent(fp, deadKey, pool.BreakerOpened, breaker.StateOpen, false)
+		lose(fp, deadKey)
 		time.Sleep(10 * time.Minute)
 		synctest.Wait()
 		got := c.times(deadKey)
@@ -128,6 +143,38 @@ func TestReviveBacksOffADeadCluster(t *testing.T) {
 	})
 }
 
+// With the default ReviveWindow (2m), a cluster lost at t0 is checked
+// until t0+2m, then left to the breaker's own probes; one never connected
+// since the reconciler started (dead from the start) is not checked at
+// all, nor is one connected again and then removed.
+func TestReviveOnlyWithinTheWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fp, c := newFakePool(), newChecker(errors.New("connection refused"))
+		reviveProberWith(t, fp, c, ProberOptions{Interval: 10 * time.Second, Timeout: 5 * time.Second}, nil)
+		neverKey := client.ObjectKey{Namespace: "f", Name: "never"}
+		sendEvent(fp, neverKey, pool.BreakerOpened, breaker.StateOpen, false)
+		lose(fp, deadKey)
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		got := c.times(deadKey)
+		// 1s, 3s, then every 3s ±20 %: 40 or so before 2m, none after.
+		if len(got) < 33 || len(got) > 52 || got[len(got)-1] > DefaultReviveWindow {
+			t.Fatalf("checks at %v, want one per 3s until %v", got, DefaultReviveWindow)
+		}
+		if n := len(c.times(neverKey)); n != 0 {
+			t.Fatalf("%d checks of a cluster never connected, want none", n)
+		}
+		sendEvent(fp, deadKey, pool.Removed, breaker.StateClosed, false)
+		sendEvent(fp, deadKey, pool.BreakerOpened, breaker.StateOpen, false) // added again, dead
+		if n := checksIn(c, deadKey, time.Minute); n != 0 {
+			t.Fatalf("%d checks after Removed, want none", n)
+		}
+		if calls := fp.callLog(); len(calls) != 0 {
+			t.Fatalf("the pool was asked %v", calls)
+		}
+	})
+}
+
 // checksIn returns how many checks of key started during the next d.
 func checksIn(c *checker, key client.ObjectKey, d time.Duration) int {
 	synctest.Wait()
@@ -146,7 +193,7 @@ func TestReviveProbesOnAnAnswer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fp, c := newFakePool(), newChecker(errors.New("connection reset by peer"))
 		reviveProber(t, fp, c, 10, nil)
-		sendEvent(fp, deadKey, pool.BreakerOpened, breaker.StateOpen, false)
+		lose(fp, deadKey)
 		if n := checksIn(c, deadKey, 3700*time.Millisecond); n != 2 { // at 1s and 3s, ±20 % each
 			t.Fatalf("%d checks in 3.7s, want 2", n)
 		}
@@ -168,7 +215,7 @@ func TestReviveProbesOnAnAnswer(t *testing.T) {
 		}
 		for _, typ := range []pool.EventType{pool.Removed, pool.Connected} {
 			c.set(errors.New("connection refused"))
-			sendEvent(fp, deadKey, pool.BreakerOpened, breaker.StateOpen, false)
+			lose(fp, deadKey)
 			time.Sleep(2 * time.Second) // a check or two
 			sendEvent(fp, deadKey, typ, breaker.StateClosed, typ == pool.Connected)
 			if n := checksIn(c, deadKey, time.Minute); n != 0 {
@@ -176,7 +223,7 @@ func TestReviveProbesOnAnAnswer(t *testing.T) {
 			}
 		}
 		// Connected before its event arrives: the pool holds its client.
-		sendEvent(fp, deadKey, pool.BreakerOpened, breaker.StateOpen, false)
+		lose(fp, deadKey)
 		fp.connect(&Cluster{Key: deadKey})
 		if n := checksIn(c, deadKey, time.Minute); n != 0 {
 			t.Fatalf("%d checks of a connected cluster, want none", n)
@@ -191,8 +238,8 @@ func TestReviveChecksOnlyAdmittedClustersOfAnOpenPool(t *testing.T) {
 		fp, c := newFakePool(), newChecker(errors.New("connection refused"))
 		other := client.ObjectKey{Namespace: "f", Name: "other"}
 		reviveProber(t, fp, c, 10, func(key client.ObjectKey) bool { return key == deadKey })
-		sendEvent(fp, other, pool.BreakerOpened, breaker.StateOpen, false)
-		sendEvent(fp, deadKey, pool.BreakerOpened, breaker.StateOpen, false)
+		lose(fp, other)
+		lose(fp, deadKey)
 		if n, m := checksIn(c, other, time.Minute), len(c.times(deadKey)); n != 0 || m < 16 {
 			t.Fatalf("%d checks of a cluster not admitted, %d of one admitted; want none, one per 3s", n, m)
 		}
@@ -215,7 +262,7 @@ func TestReviveBoundsChecksInFlight(t *testing.T) {
 		for i := range 20 {
 			key := client.ObjectKey{Namespace: "f", Name: fmt.Sprintf("hung-%d", i)}
 			keys = append(keys, key)
-			sendEvent(fp, key, pool.BreakerOpened, breaker.StateOpen, false)
+			lose(fp, key)
 		}
 		time.Sleep(5 * time.Minute)
 		synctest.Wait()
@@ -242,7 +289,7 @@ func TestReviveOneCheckPerCluster(t *testing.T) {
 		fp, c := newFakePool(), newChecker(errors.New("connection refused"))
 		c.stuck = make(chan struct{})
 		reviveProber(t, fp, c, 10, nil)
-		sendEvent(fp, deadKey, pool.BreakerOpened, breaker.StateOpen, false)
+		lose(fp, deadKey)
 		time.Sleep(time.Minute)
 		synctest.Wait()
 		// The pool's own probe goes out and fails meanwhile: the breaker
@@ -327,7 +374,7 @@ func TestReviveHoldsNoWorker(t *testing.T) {
 			httpClient: &http.Client{Transport: srv}, cancel: func() {}, done: done})
 		reviveProber(t, fp, c, 1, nil) // one worker, one check in flight
 		for i := range 20 {
-			sendEvent(fp, client.ObjectKey{Namespace: "f", Name: fmt.Sprintf("hung-%d", i)}, pool.BreakerOpened, breaker.StateOpen, false)
+			lose(fp, client.ObjectKey{Namespace: "f", Name: fmt.Sprintf("hung-%d", i)})
 		}
 		at(srv.origin, 65*time.Second)
 		if got, want := srv.requests(), seconds(10, 20, 30, 40, 50, 60); !slices.Equal(got, want) {
