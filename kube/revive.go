@@ -56,9 +56,10 @@ func newReviver(pr *Prober) *reviver {
 }
 
 // schedule is the revive schedule of a cluster whose breaker is open, with
-// failed checks failed, down for down (see revival), and a fresh jitter.
-func (rv *reviver) schedule(open bool, failed int, down time.Duration) revival {
-	return revival{open: open, failed: failed, every: rv.every, jitter: rand.Float64()*2 - 1, down: down, window: rv.window}
+// failed checks failed, and a fresh jitter; the caller that decides on the
+// window sets its down (see revival).
+func (rv *reviver) schedule(open bool, failed int) revival {
+	return revival{open: open, failed: failed, every: rv.every, jitter: rand.Float64()*2 - 1, window: rv.window}
 }
 
 // since is how long ago t was, or -1 for the zero t.
@@ -76,7 +77,7 @@ func (l *loop) reviveEvent(ev pool.Event[client.ObjectKey]) {
 	if rv == nil {
 		return
 	}
-	first := func(failed int) time.Duration { return rv.schedule(true, failed, 0).delay() }
+	first := func(failed int) time.Duration { return rv.schedule(true, failed).delay() }
 	if d := l.recs.breakerEvent(ev, time.Now(), first); d > 0 {
 		l.q.AddAfter(ev.Key, d)
 	}
@@ -93,12 +94,12 @@ func (l *loop) revive(ctx context.Context, key client.ObjectKey) {
 	select {
 	case rv.slots <- struct{}{}:
 	default: // all checks are out: not this cluster's failure
-		l.checkAgain(key, rv.schedule(true, 0, 0).delay(), false)
+		l.checkAgain(key, rv.schedule(true, 0).delay(), false)
 		return
 	}
 	if !l.recs.startCheck(key) { // its last check has not returned
 		<-rv.slots
-		l.checkAgain(key, rv.schedule(true, 0, 0).delay(), false)
+		l.checkAgain(key, rv.schedule(true, 0).delay(), false)
 		return
 	}
 	cctx, cancel := context.WithTimeout(ctx, rv.timeout)
@@ -142,8 +143,10 @@ func (l *loop) checkAgain(key client.ObjectKey, d time.Duration, failed bool) {
 func (l *loop) reviveView(key client.ObjectKey, in input, err error) view {
 	open, probing, failed, down := l.recs.revival(key)
 	_, connected := l.p.Peek(key)
+	r := l.rev.schedule(open, failed)
+	r.down = since(down, time.Now())
 	return view{in: in, present: !l.rev.closed.Load() && l.admitted(key), connected: connected, dialing: probing,
-		revive: l.rev.schedule(open, failed, since(down, time.Now())), err: err}
+		revive: r, err: err}
 }
 
 // admitted reports whether key is admitted: by the Admission, else by the
